@@ -1,0 +1,136 @@
+/**
+ * The one error family of the HTTP APIs (STYLE.md pattern 3, API-CONVENTIONS "Errors").
+ *
+ * Every error encodes to exactly `{ error, code, details? }` — the `_tag` is filled on decode and
+ * omitted on encode, so the wire body never carries implementation names. One class per HTTP
+ * status keeps client decoding unambiguous; `code` is the stable machine-readable reason.
+ */
+import { Schema, SchemaIssue } from "effect"
+
+/** One field-level problem inside an error body; `field` is a dotted path such as `labels.env`. */
+export const ErrorDetail = Schema.Struct({
+  field: Schema.String,
+  message: Schema.String
+})
+export type ErrorDetail = typeof ErrorDetail.Type
+
+const body = {
+  error: Schema.String,
+  code: Schema.String,
+  details: Schema.optionalKey(Schema.Array(ErrorDetail))
+}
+
+type Body = {
+  readonly error: string
+  readonly code: string
+  readonly details?: ReadonlyArray<ErrorDetail>
+}
+
+/** 400: malformed or invalid input, schema decoding failures included. */
+export class BadRequest extends Schema.Error<BadRequest>("svc/BadRequest")(
+  { _tag: Schema.tagDefaultOmit("BadRequest"), ...body },
+  { httpApiStatus: 400, description: "The request is malformed or invalid" }
+) {}
+
+/** 401: missing, invalid or expired credentials. */
+export class Unauthorized extends Schema.Error<Unauthorized>("svc/Unauthorized")(
+  { _tag: Schema.tagDefaultOmit("Unauthorized"), ...body },
+  { httpApiStatus: 401, description: "Missing, invalid or expired credentials" }
+) {}
+
+/** 403: authenticated, but the actor or token lacks the permission. */
+export class Forbidden extends Schema.Error<Forbidden>("svc/Forbidden")(
+  { _tag: Schema.tagDefaultOmit("Forbidden"), ...body },
+  { httpApiStatus: 403, description: "The caller is not permitted to do this" }
+) {}
+
+/** 404: unknown resource, or one the caller may not see. */
+export class NotFound extends Schema.Error<NotFound>("svc/NotFound")(
+  { _tag: Schema.tagDefaultOmit("NotFound"), ...body },
+  { httpApiStatus: 404, description: "The resource does not exist or is not visible" }
+) {}
+
+/** 409: name conflict, concurrent operation or a state that forbids the change. */
+export class Conflict extends Schema.Error<Conflict>("svc/Conflict")(
+  { _tag: Schema.tagDefaultOmit("Conflict"), ...body },
+  { httpApiStatus: 409, description: "The request conflicts with the current state" }
+) {}
+
+/** 413: the request body is larger than the configured cap. */
+export class PayloadTooLarge extends Schema.Error<PayloadTooLarge>("svc/PayloadTooLarge")(
+  { _tag: Schema.tagDefaultOmit("PayloadTooLarge"), ...body },
+  { httpApiStatus: 413, description: "The request body is too large" }
+) {}
+
+/** 500: an unexpected fault; the body never carries the cause. */
+export class InternalError extends Schema.Error<InternalError>("svc/InternalError")(
+  { _tag: Schema.tagDefaultOmit("InternalError"), ...body },
+  { httpApiStatus: 500, description: "An unexpected internal error" }
+) {}
+
+/** 503: a required store is unavailable, or the server is overloaded. */
+export class ServiceUnavailable extends Schema.Error<ServiceUnavailable>("svc/ServiceUnavailable")(
+  { _tag: Schema.tagDefaultOmit("ServiceUnavailable"), ...body },
+  { httpApiStatus: 503, description: "A required store is unavailable" }
+) {}
+
+/** Every error of the family, in status order. */
+export type ApiError =
+  | BadRequest
+  | Unauthorized
+  | Forbidden
+  | NotFound
+  | Conflict
+  | PayloadTooLarge
+  | InternalError
+  | ServiceUnavailable
+
+/** The wire body of an error, for code that renders responses outside HttpApi. */
+export const errorBody = (error: Body): Body =>
+  error.details === undefined || error.details.length === 0
+    ? { error: error.error, code: error.code }
+    : { error: error.error, code: error.code, details: error.details }
+
+const formatter = SchemaIssue.makeFormatterStandardSchemaV1({
+  // Never echo the offending input: it may be a credential.
+  leafHook: (issue) => {
+    switch (issue._tag) {
+      case "InvalidType":
+        return "Invalid type"
+      case "MissingKey":
+        return "Missing key"
+      case "UnexpectedKey":
+        return "Unexpected key"
+      case "Forbidden":
+        return "Forbidden value"
+      case "OneOf":
+        return "Matches more than one allowed shape"
+      case "InvalidValue":
+        return "Invalid value"
+    }
+  },
+  checkHook: (issue) => {
+    const message = issue.filter.annotations?.message ?? issue.filter.annotations?.description
+    return typeof message === "string" ? message : "Invalid value"
+  }
+})
+
+/** Dotted path (`a.b[0].c`) of a decoding issue, relative to a named root such as `query`. */
+export const formatPath = (path: ReadonlyArray<PropertyKey>, root?: string): string => {
+  let out = root ?? ""
+  for (const key of path) {
+    if (typeof key === "number") out += `[${key}]`
+    else out += out === "" ? String(key) : `.${String(key)}`
+  }
+  return out === "" ? "(root)" : out
+}
+
+/** Field-level details of a Schema issue, without the offending values. */
+export const issueDetails = (issue: SchemaIssue.Issue, root?: string): ReadonlyArray<ErrorDetail> =>
+  formatter(issue).issues.map((i) => ({
+    field: formatPath(
+      (i.path ?? []).map((p) => (typeof p === "object" ? p.key : p)),
+      root
+    ),
+    message: i.message
+  }))

@@ -1,0 +1,27 @@
+/**
+ * The HttpApi of each service (spec 1). The api and admin-api declarations are the source of
+ * the committed Swagger 2.0 documents (`npm run swagger`).
+ */
+import { HttpApi, OpenApi } from "effect/http-api"
+import { AuthApi } from "./AuthApi.ts"
+import { SystemApi } from "./SystemApi.ts"
+
+/** Application API (service id `api`, default port 8081). */
+export class ApiV1 extends HttpApi.make("api")
+  .add(SystemApi)
+  .add(AuthApi)
+  .annotate(OpenApi.Title, "svc application API")
+  .annotate(OpenApi.Version, "v1") {}
+
+/** Admin API (service id `admin-api`, default port 8082, TLS). */
+export class AdminApiV1 extends HttpApi.make("admin-api")
+  .add(SystemApi)
+  .add(AuthApi)
+  .annotate(OpenApi.Title, "svc admin API")
+  .annotate(OpenApi.Version, "v1") {}
+
+/** Browser-facing service (service id `public`, default port 8080). */
+export class PublicApi extends HttpApi.make("public").add(SystemApi).annotate(OpenApi.Title, "svc public service") {}
+
+/** Worker health endpoint (service id `worker`). */
+export class WorkerApi extends HttpApi.make("worker").add(SystemApi).annotate(OpenApi.Title, "svc worker") {}

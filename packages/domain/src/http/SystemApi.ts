@@ -1,0 +1,31 @@
+/** Liveness and readiness endpoints every service answers without authentication. */
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { ServiceId } from "../Auth.ts"
+
+/** Reachability of one store: `ok`, or `unavailable` with a short reason. */
+export const StoreCheck = Schema.Struct({
+  status: Schema.Literals(["ok", "unavailable"]),
+  error: Schema.optionalKey(Schema.String)
+})
+
+/** Body of `GET /healthz`: overall status and one check per store the service uses. */
+export const Health = Schema.Struct({
+  status: Schema.Literals(["ok", "unavailable"]),
+  service: ServiceId,
+  version: Schema.String,
+  checks: Schema.Record(Schema.String, StoreCheck)
+})
+export type Health = typeof Health.Type
+
+export class SystemApi extends HttpApiGroup.make("system", { topLevel: true })
+  .add(
+    HttpApiEndpoint.get("ping", "/ping", {
+      success: Schema.String.pipe(HttpApiSchema.asText())
+    }).annotate(OpenApi.Description, "Liveness: answers `pong` while the process is up."),
+    HttpApiEndpoint.get("healthz", "/healthz", {
+      success: Health,
+      error: Health.pipe(HttpApiSchema.status(503))
+    }).annotate(OpenApi.Description, "Readiness: 200 when every store the service needs answers, else 503.")
+  )
+  .annotate(OpenApi.Title, "System") {}

@@ -1,0 +1,153 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Exit } from "effect"
+import * as fs from "node:fs/promises"
+import * as os from "node:os"
+import * as path from "node:path"
+import { type ConfigError, loadConfig } from "./ConfigLoader.ts"
+
+const withDir = <A, E>(f: (dir: string) => Effect.Effect<A, E>) =>
+  Effect.acquireUseRelease(
+    Effect.promise(() => fs.mkdtemp(path.join(os.tmpdir(), "svc-config-"))),
+    f,
+    (dir) => Effect.promise(() => fs.rm(dir, { recursive: true, force: true }))
+  )
+
+const write = (dir: string, name: string, text: string) =>
+  Effect.promise(() => fs.writeFile(path.join(dir, name), text)).pipe(Effect.as(path.join(dir, name)))
+
+const problemsOf = (exit: Exit.Exit<unknown, ConfigError>): ReadonlyArray<string> => {
+  if (Exit.isSuccess(exit)) return assert.fail("expected the configuration to be rejected")
+  const error = exit.cause.reasons.find((r) => r._tag === "Fail")
+  return error?._tag === "Fail" ? error.error.problems : assert.fail("expected a ConfigError")
+}
+
+describe("ConfigLoader", () => {
+  it.effect("no file gives the embedded default", () =>
+    withDir((dir) =>
+      Effect.gen(function* () {
+        const config = yield* loadConfig({ cwd: dir, env: {} })
+        assert.strictEqual(config.source, "embedded default")
+        assert.strictEqual(config.dataDir, path.join(dir, ".svc"))
+        assert.deepStrictEqual(config.database, { provider: "pglite", path: path.join(dir, ".svc", "db") })
+        assert.strictEqual(config.appMetricsDatabase, "main")
+        assert.deepStrictEqual(config.counterStore, { provider: "memory" })
+        assert.strictEqual(config.listeners.api.port, 8081)
+        assert.strictEqual(config.listeners["admin-api"].port, 8082)
+        assert.strictEqual(config.listeners.public.port, 8080)
+        assert.isTrue(config.adminTls.selfSigned)
+        assert.strictEqual(config.auth.signingKey.algorithm, "RS256")
+        assert.isTrue("generated" in config.auth.signingKey)
+        assert.deepStrictEqual(
+          config.auth.actors.map((a) => a.external_id),
+          ["admin"]
+        )
+        assert.strictEqual(config.appMetrics.fullRequestRecording, "never")
+      })
+    )
+  )
+
+  it.effect("./svc.yaml is picked up and the spec's keys decode", () =>
+    withDir((dir) =>
+      Effect.gen(function* () {
+        yield* write(
+          dir,
+          "svc.yaml",
+          [
+            "database: { provider: postgres, url: 'postgres://postgres@127.0.0.1:5432/svc' }",
+            "counter_store: { provider: redis, url: 'redis://127.0.0.1:6379' }",
+            "system_auth:",
+            "  jwt_signing_key: { private_key: { path: keys/secret } }",
+            "  actors:",
+            "    - external_id: ops",
+            "      permissions: [{ namespace: 'root.**', resources: ['*'], verbs: [get, list] }]",
+            "appMetrics:",
+            "  database: { provider: postgres, addresses: ['db:5432'], database: metrics, user: svc, password: 'p@ss' }",
+            "  requestEvents: { fullRequestRecording: always }",
+            "host_application: { initiate_session_url: 'https://host.example/session' }",
+            "telemetry: { enabled: false, exporter: { endpoint: { envVar: SVC_OTEL_ENDPOINT } } }"
+          ].join("\n")
+        )
+        const config = yield* loadConfig({ cwd: dir, env: {} })
+        assert.strictEqual(config.source, path.join(dir, "svc.yaml"))
+        assert.deepStrictEqual(config.auth.signingKey, {
+          algorithm: "HS256",
+          secretPath: path.join(dir, "keys/secret")
+        })
+        assert.deepStrictEqual(config.appMetricsDatabase, {
+          provider: "postgres",
+          url: "postgres://svc:p%40ss@db:5432/metrics",
+          maxConnections: 10,
+          ssl: false
+        })
+        assert.deepStrictEqual(config.counterStore, {
+          provider: "redis",
+          url: "redis://127.0.0.1:6379",
+          keyPrefix: "svc:"
+        })
+        assert.strictEqual(config.appMetrics.fullRequestRecording, "always")
+      })
+    )
+  )
+
+  it.effect("environment overrides win over the file and are typed as YAML scalars", () =>
+    withDir((dir) =>
+      Effect.gen(function* () {
+        const file = yield* write(dir, "custom.yaml", "api: { port: 9000 }\n")
+        const config = yield* loadConfig({
+          configPath: file,
+          cwd: dir,
+          env: { SVC__api__port: "9100", SVC__appMetrics__requestEvents__fullRequestRecording: "always" }
+        })
+        assert.strictEqual(config.listeners.api.port, 9100)
+        assert.strictEqual(config.appMetrics.fullRequestRecording, "always")
+      })
+    )
+  )
+
+  it.effect("bad files are rejected with the key and the problem, never the value", () =>
+    withDir((dir) =>
+      Effect.gen(function* () {
+        const cases: ReadonlyArray<readonly [string, string]> = [
+          ["api: { port: 'eighty' }", "api.port: Invalid type"],
+          ["api: { port: 70000 }", "api.port"],
+          ["databse: { provider: pglite }", "databse: Unexpected key"],
+          ["database: { provider: mysql }", "database.provider"],
+          ["database: { provider: postgres }", "database: provider postgres needs"],
+          ["system_auth: { actors: [{ external_id: x }] }", "system_auth.actors[0].permissions: Missing key"],
+          [
+            "system_auth: { jwt_signing_key: { public_key: { path: a }, private_key: { path: b } } }",
+            "system_auth.jwt_signing_key: set exactly one"
+          ],
+          ["appMetrics: { resourceSnapshotInterval: soon }", "appMetrics.resourceSnapshotInterval"],
+          ["telemetry: { sampling: { ratio: 2 } }", "telemetry.sampling.ratio"],
+          ["counter_store: { provider: redis }", "counter_store.url: required"],
+          [
+            "database: { provider: postgres, url: 'postgres://u:hunter2@h/db', max_connections: -1 }",
+            "database.max_connections"
+          ],
+          ["api: [1, 2", "YAML syntax error"],
+          ["- just\n- a list", "(root): expected a mapping"]
+        ]
+        for (const [text, expected] of cases) {
+          const file = yield* write(dir, "bad.yaml", text)
+          const exit = yield* Effect.exit(loadConfig({ configPath: file, cwd: dir, env: {} }))
+          const problems = problemsOf(exit)
+          assert.isTrue(
+            problems.some((p) => p.startsWith(expected)),
+            `${text} → ${JSON.stringify(problems)} should mention ${expected}`
+          )
+          assert.isFalse(problems.join(" ").includes("hunter2"), "a configured secret leaked into the message")
+        }
+      })
+    )
+  )
+
+  it.effect("a missing explicit file is an error", () =>
+    withDir((dir) =>
+      Effect.gen(function* () {
+        const exit = yield* Effect.exit(loadConfig({ configPath: "nope.yaml", cwd: dir, env: {} }))
+        assert.deepStrictEqual(problemsOf(exit), ["file not found"])
+      })
+    )
+  )
+})

@@ -1,0 +1,232 @@
+/**
+ * Loads the configuration: `--config <path>`, else `./svc.yaml` when present, else the embedded
+ * default; then `SVC__<key>__<key>=value` environment overrides; then Schema decoding with errors
+ * that name the key. Never echoes configured values (they may be secrets).
+ */
+import { Effect, Schema } from "effect"
+import * as fs from "node:fs/promises"
+import * as path from "node:path"
+import { parse as parseYaml, YAMLParseError } from "yaml"
+import { allServiceIds, type ServiceId } from "@svc/domain/Auth"
+import { issueDetails } from "@svc/domain/Errors"
+import { ConfigFile, type ConfiguredActor, type DatabaseConfig } from "./ConfigSchema.ts"
+import type { Listener, ResolvedConfig, ResolvedDatabase, SigningKey } from "./SvcConfig.ts"
+
+/** The configuration could not be read or is invalid; `problems` name each bad key. */
+export class ConfigError extends Schema.TaggedError<ConfigError>()("ConfigError", {
+  source: Schema.String,
+  problems: Schema.Array(Schema.String)
+}) {
+  override get message(): string {
+    return `invalid configuration (${this.source}):\n${this.problems.map((p) => `  - ${p}`).join("\n")}`
+  }
+}
+
+export interface LoadOptions {
+  /** Explicit `--config` path. */
+  readonly configPath?: string | undefined
+  readonly cwd: string
+  readonly env: Readonly<Record<string, string | undefined>>
+}
+
+const ENV_PREFIX = "SVC__"
+
+const defaultPorts: Record<ServiceId, number> = { api: 8081, "admin-api": 8082, public: 8080, worker: 8083 }
+
+/** The default admin actor of the embedded default: every verb on every resource under root. */
+export const defaultAdminActor: ConfiguredActor = {
+  external_id: "admin",
+  namespace: "root",
+  name: "admin",
+  permissions: [{ namespace: "root.**", resources: ["*"], verbs: ["*"] }]
+}
+
+const exists = (file: string) =>
+  Effect.promise(() =>
+    fs.stat(file).then(
+      (s) => s.isFile(),
+      () => false
+    )
+  )
+
+const readSource = Effect.fnUntraced(function* (options: LoadOptions) {
+  const explicit = options.configPath ?? options.env.SVC_CONFIG
+  if (explicit !== undefined) {
+    const file = path.resolve(options.cwd, explicit)
+    if (!(yield* exists(file))) {
+      return yield* new ConfigError({ source: file, problems: ["file not found"] })
+    }
+    return { source: file, text: yield* Effect.promise(() => fs.readFile(file, "utf8")) }
+  }
+  const local = path.resolve(options.cwd, "svc.yaml")
+  if (yield* exists(local)) return { source: local, text: yield* Effect.promise(() => fs.readFile(local, "utf8")) }
+  return { source: "embedded default", text: "" }
+})
+
+const parseDocument = (source: string, text: string) =>
+  Effect.try({
+    try: () => (parseYaml(text) as unknown) ?? {},
+    catch: (e) =>
+      new ConfigError({
+        source,
+        problems: [
+          e instanceof YAMLParseError
+            ? `YAML syntax error at line ${e.linePos?.[0]?.line ?? "?"}: ${e.code}`
+            : "the file is not valid YAML"
+        ]
+      })
+  })
+
+const isPlainObject = (u: unknown): u is Record<string, unknown> =>
+  typeof u === "object" && u !== null && !Array.isArray(u)
+
+/** Applies `SVC__a__b=value` overrides; values are read as YAML scalars (`8081`, `true`, `[a, b]`). */
+export const applyEnvOverrides = (
+  doc: unknown,
+  env: Readonly<Record<string, string | undefined>>
+): { readonly doc: unknown; readonly problems: ReadonlyArray<string> } => {
+  const root: Record<string, unknown> = isPlainObject(doc) ? structuredClone(doc) : {}
+  const problems: Array<string> = []
+  for (const [name, raw] of Object.entries(env).sort(([a], [b]) => a.localeCompare(b))) {
+    if (!name.startsWith(ENV_PREFIX) || raw === undefined) continue
+    const keys = name.slice(ENV_PREFIX.length).split("__")
+    if (keys.some((k) => k === "")) {
+      problems.push(`${name}: empty key segment`)
+      continue
+    }
+    let value: unknown
+    try {
+      value = parseYaml(raw) as unknown
+    } catch {
+      value = raw
+    }
+    let node = root
+    for (const key of keys.slice(0, -1)) {
+      const next = node[key]
+      if (!isPlainObject(next)) node[key] = {}
+      node = node[key] as Record<string, unknown>
+    }
+    node[keys[keys.length - 1] as string] = value
+  }
+  return { doc: root, problems }
+}
+
+const resolveDatabase = (
+  db: DatabaseConfig,
+  at: string,
+  dataDir: string,
+  problems: Array<string>
+): ResolvedDatabase => {
+  if (db.provider === "pglite") {
+    return { provider: "pglite", path: path.resolve(dataDir, db.path ?? "db") }
+  }
+  const maxConnections = db.max_connections ?? 10
+  const ssl = db.ssl ?? false
+  if (db.url !== undefined) return { provider: "postgres", url: db.url, maxConnections, ssl }
+  if (db.addresses === undefined || db.addresses.length === 0 || db.database === undefined) {
+    problems.push(`${at}: provider postgres needs \`url\`, or \`addresses\` and \`database\``)
+    return { provider: "postgres", url: "", maxConnections, ssl }
+  }
+  const auth =
+    db.user === undefined
+      ? ""
+      : `${encodeURIComponent(db.user)}${db.password === undefined ? "" : `:${encodeURIComponent(db.password)}`}@`
+  const url = `postgres://${auth}${db.addresses.join(",")}/${encodeURIComponent(db.database)}`
+  return { provider: "postgres", url, maxConnections, ssl }
+}
+
+const resolveSigningKey = (file: ConfigFile, base: string, dataDir: string, problems: Array<string>): SigningKey => {
+  const key = file.system_auth?.jwt_signing_key
+  if (key?.public_key !== undefined && key.private_key !== undefined) {
+    problems.push(
+      "system_auth.jwt_signing_key: set exactly one of public_key.path (RS256) or private_key.path (HS256 shared secret)"
+    )
+  }
+  if (key?.public_key !== undefined)
+    return { algorithm: "RS256", publicKeyPath: path.resolve(base, key.public_key.path) }
+  if (key?.private_key !== undefined)
+    return { algorithm: "HS256", secretPath: path.resolve(base, key.private_key.path) }
+  const dir = path.join(dataDir, "dev-keys")
+  return {
+    algorithm: "RS256",
+    generated: { privateKeyPath: path.join(dir, "jwt-private.pem"), publicKeyPath: path.join(dir, "jwt-public.pem") }
+  }
+}
+
+/** Fills every default and checks the rules that span several keys. */
+export const resolve = (file: ConfigFile, source: string, cwd: string): Effect.Effect<ResolvedConfig, ConfigError> => {
+  const problems: Array<string> = []
+  const base = source === "embedded default" ? cwd : path.dirname(source)
+  const dataDir = path.resolve(base, file.data_dir ?? ".svc")
+  const listener = (id: ServiceId, l: { readonly host?: string; readonly port?: number } | undefined): Listener => ({
+    host: l?.host ?? "127.0.0.1",
+    port: l?.port ?? defaultPorts[id]
+  })
+  const blocks = { api: file.api, "admin-api": file.admin_api, public: file.public, worker: file.worker }
+  const listeners = Object.fromEntries(allServiceIds.map((id) => [id, listener(id, blocks[id])])) as Record<
+    ServiceId,
+    Listener
+  >
+  const database = resolveDatabase(file.database ?? { provider: "pglite" }, "database", dataDir, problems)
+  const metricsDb = file.appMetrics?.database
+  const appMetricsDatabase =
+    metricsDb === undefined ? "main" : resolveDatabase(metricsDb, "appMetrics.database", dataDir, problems)
+  const cs = file.counter_store
+  if (cs?.provider === "redis" && cs.url === undefined) problems.push("counter_store.url: required for provider redis")
+  const blob = file.appMetrics?.blobStorage ?? { provider: "filesystem" as const }
+  if (blob.provider === "s3" && blob.bucket === undefined) {
+    problems.push("appMetrics.blobStorage.bucket: required for provider s3")
+  }
+  const tls = file.admin_api?.tls
+  const resolved: ResolvedConfig = {
+    source,
+    dataDir,
+    log: { level: file.log?.level ?? "info", format: file.log?.format ?? "text" },
+    listeners,
+    adminTls:
+      tls === undefined
+        ? {
+            certPath: path.join(dataDir, "tls", "admin-api.crt"),
+            keyPath: path.join(dataDir, "tls", "admin-api.key"),
+            selfSigned: true
+          }
+        : { certPath: path.resolve(base, tls.cert_path), keyPath: path.resolve(base, tls.key_path), selfSigned: false },
+    http: { maxBodyBytes: file.http?.max_body_bytes ?? 1024 * 1024 },
+    database,
+    appMetricsDatabase,
+    counterStore:
+      cs?.provider === "redis"
+        ? { provider: "redis", url: cs.url ?? "", keyPrefix: cs.key_prefix ?? "svc:" }
+        : { provider: "memory" },
+    auth: {
+      signingKey: resolveSigningKey(file, base, dataDir, problems),
+      actors: file.system_auth?.actors ?? [defaultAdminActor]
+    },
+    appMetrics: {
+      resourceSnapshotInterval: file.appMetrics?.resourceSnapshotInterval ?? "15m",
+      fullRequestRecording: file.appMetrics?.requestEvents?.fullRequestRecording ?? "never",
+      blobStorage: { ...blob, path: path.resolve(dataDir, blob.path ?? "blobs") }
+    },
+    hostApplication: file.host_application ?? {},
+    telemetry: file.telemetry ?? {},
+    file
+  }
+  return problems.length > 0 ? Effect.fail(new ConfigError({ source, problems })) : Effect.succeed(resolved)
+}
+
+/** Reads, overrides, decodes and resolves the configuration. */
+export const loadConfig = Effect.fn("ConfigLoader.loadConfig")(function* (options: LoadOptions) {
+  const { source, text } = yield* readSource(options)
+  const parsed = yield* parseDocument(source, text)
+  if (!isPlainObject(parsed)) {
+    return yield* new ConfigError({ source, problems: ["(root): expected a mapping of keys to values"] })
+  }
+  const { doc, problems } = applyEnvOverrides(parsed, options.env)
+  if (problems.length > 0) return yield* new ConfigError({ source, problems })
+  const file = yield* Schema.decodeUnknownEffect(ConfigFile)(doc, { onExcessProperty: "error", errors: "all" }).pipe(
+    Effect.mapError(
+      (e) => new ConfigError({ source, problems: issueDetails(e.issue).map((d) => `${d.field}: ${d.message}`) })
+    )
+  )
+  return yield* resolve(file, source, options.cwd)
+})

@@ -1,0 +1,163 @@
+/**
+ * The configuration file schema (README "Configuration reference"). Keys are the spec's where it
+ * names them (`system_auth…`, `appMetrics…`, `host_application…`, `telemetry…`); unknown keys are
+ * rejected so a typo never silently falls back to a default.
+ */
+import { Schema } from "effect"
+import { Permission } from "@svc/domain/Auth"
+
+const Port = Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 65535 }))
+const NonEmpty = Schema.String.check(Schema.isNonEmpty())
+const PositiveInt = Schema.Int.check(Schema.isGreaterThan(0))
+
+/** A duration such as `15m`, `90s`, `1h30m`, `7d` or `250ms`. */
+export const DurationString = Schema.String.check(
+  Schema.isPattern(/^(\d+(ms|s|m|h|d))+$/, { message: "Expected a duration such as 30s, 15m, 1h30m or 7d" })
+)
+
+/** A database: embedded PGlite (a data directory) or PostgreSQL (a URL or its parts). */
+export const DatabaseConfig = Schema.Struct({
+  provider: Schema.Literals(["pglite", "postgres"]),
+  path: Schema.optionalKey(NonEmpty),
+  url: Schema.optionalKey(NonEmpty),
+  addresses: Schema.optionalKey(Schema.Array(NonEmpty)),
+  database: Schema.optionalKey(NonEmpty),
+  user: Schema.optionalKey(NonEmpty),
+  password: Schema.optionalKey(Schema.String),
+  max_connections: Schema.optionalKey(PositiveInt),
+  ssl: Schema.optionalKey(Schema.Boolean)
+})
+export type DatabaseConfig = typeof DatabaseConfig.Type
+
+const Listener = {
+  host: Schema.optionalKey(NonEmpty),
+  port: Schema.optionalKey(Port)
+}
+
+const KeyPath = Schema.Struct({ path: NonEmpty })
+
+const EnvValue = Schema.Union([
+  Schema.String,
+  Schema.Struct({ envVar: NonEmpty, default: Schema.optionalKey(Schema.String) })
+])
+
+/** Spec 8.3; accepted and validated now, acted on by the telemetry feature. */
+export const TelemetryConfig = Schema.Struct({
+  enabled: Schema.optionalKey(Schema.Boolean),
+  exporter: Schema.optionalKey(
+    Schema.Struct({
+      protocol: Schema.optionalKey(Schema.Literals(["grpc", "http/protobuf"])),
+      endpoint: Schema.optionalKey(EnvValue),
+      headers: Schema.optionalKey(Schema.Record(Schema.String, EnvValue)),
+      insecure: Schema.optionalKey(Schema.Boolean)
+    })
+  ),
+  resource: Schema.optionalKey(
+    Schema.Struct({
+      serviceNamePrefix: Schema.optionalKey(NonEmpty),
+      attributes: Schema.optionalKey(
+        Schema.Record(Schema.String, Schema.Union([Schema.String, Schema.Number, Schema.Boolean]))
+      )
+    })
+  ),
+  sampling: Schema.optionalKey(
+    Schema.Struct({ ratio: Schema.optionalKey(Schema.Number.check(Schema.isBetween({ minimum: 0, maximum: 1 }))) })
+  ),
+  signals: Schema.optionalKey(
+    Schema.Struct({
+      traces: Schema.optionalKey(Schema.Boolean),
+      metrics: Schema.optionalKey(Schema.Boolean),
+      logs: Schema.optionalKey(Schema.Boolean)
+    })
+  ),
+  http: Schema.optionalKey(Schema.Struct({ excludedPaths: Schema.optionalKey(Schema.Array(Schema.String)) })),
+  proxy: Schema.optionalKey(
+    Schema.Struct({
+      spanAttributeLabels: Schema.optionalKey(Schema.Array(Schema.String)),
+      metricDimensionLabels: Schema.optionalKey(Schema.Array(Schema.String)),
+      metricDimensionValueCap: Schema.optionalKey(Schema.Int)
+    })
+  ),
+  propagation: Schema.optionalKey(Schema.Struct({ injectOutboundDefault: Schema.optionalKey(Schema.Boolean) }))
+})
+
+/** An actor declared in configuration and synced into the actors table at start (spec 5.6). */
+export const ConfiguredActor = Schema.Struct({
+  external_id: NonEmpty,
+  namespace: Schema.optionalKey(NonEmpty),
+  name: Schema.optionalKey(NonEmpty),
+  labels: Schema.optionalKey(Schema.Record(Schema.String, Schema.String)),
+  annotations: Schema.optionalKey(Schema.Record(Schema.String, Schema.String)),
+  permissions: Schema.Array(Permission)
+})
+export type ConfiguredActor = typeof ConfiguredActor.Type
+
+/** The whole configuration file; every key is optional and the embedded default fills the gaps. */
+export const ConfigFile = Schema.Struct({
+  data_dir: Schema.optionalKey(NonEmpty),
+  log: Schema.optionalKey(
+    Schema.Struct({
+      level: Schema.optionalKey(Schema.Literals(["trace", "debug", "info", "warn", "error"])),
+      format: Schema.optionalKey(Schema.Literals(["text", "json"]))
+    })
+  ),
+  api: Schema.optionalKey(Schema.Struct(Listener)),
+  admin_api: Schema.optionalKey(
+    Schema.Struct({
+      ...Listener,
+      tls: Schema.optionalKey(Schema.Struct({ cert_path: NonEmpty, key_path: NonEmpty })),
+      ui: Schema.optionalKey(Schema.Struct({ initiate_session_url: Schema.optionalKey(NonEmpty) }))
+    })
+  ),
+  public: Schema.optionalKey(Schema.Struct({ ...Listener, base_url: Schema.optionalKey(NonEmpty) })),
+  worker: Schema.optionalKey(Schema.Struct(Listener)),
+  http: Schema.optionalKey(
+    Schema.Struct({
+      max_body_bytes: Schema.optionalKey(PositiveInt),
+      request_timeout: Schema.optionalKey(DurationString)
+    })
+  ),
+  database: Schema.optionalKey(DatabaseConfig),
+  counter_store: Schema.optionalKey(
+    Schema.Struct({
+      provider: Schema.Literals(["memory", "redis"]),
+      url: Schema.optionalKey(NonEmpty),
+      key_prefix: Schema.optionalKey(Schema.String)
+    })
+  ),
+  system_auth: Schema.optionalKey(
+    Schema.Struct({
+      jwt_signing_key: Schema.optionalKey(
+        Schema.Struct({ public_key: Schema.optionalKey(KeyPath), private_key: Schema.optionalKey(KeyPath) })
+      ),
+      actors: Schema.optionalKey(Schema.Array(ConfiguredActor))
+    })
+  ),
+  appMetrics: Schema.optionalKey(
+    Schema.Struct({
+      database: Schema.optionalKey(DatabaseConfig),
+      resourceSnapshotInterval: Schema.optionalKey(DurationString),
+      requestEvents: Schema.optionalKey(
+        Schema.Struct({ fullRequestRecording: Schema.optionalKey(Schema.Literals(["never", "always"])) })
+      ),
+      blobStorage: Schema.optionalKey(
+        Schema.Struct({
+          provider: Schema.Literals(["filesystem", "s3", "memory"]),
+          path: Schema.optionalKey(NonEmpty),
+          bucket: Schema.optionalKey(NonEmpty),
+          endpoint: Schema.optionalKey(NonEmpty),
+          region: Schema.optionalKey(NonEmpty),
+          prefix: Schema.optionalKey(Schema.String)
+        })
+      )
+    })
+  ),
+  host_application: Schema.optionalKey(
+    Schema.Struct({
+      initiate_session_url: Schema.optionalKey(NonEmpty),
+      allowed_origins: Schema.optionalKey(Schema.Array(NonEmpty))
+    })
+  ),
+  telemetry: Schema.optionalKey(TelemetryConfig)
+})
+export type ConfigFile = typeof ConfigFile.Type

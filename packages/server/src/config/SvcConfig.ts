@@ -1,0 +1,55 @@
+/**
+ * The resolved configuration the process runs with: the file (or the embedded default) with
+ * environment overrides applied, validated, and every default filled in.
+ */
+import { Context } from "effect"
+import type { ServiceId } from "@svc/domain/Auth"
+import type { ConfigFile, ConfiguredActor } from "./ConfigSchema.ts"
+
+export type ResolvedDatabase =
+  | { readonly provider: "pglite"; readonly path: string }
+  | { readonly provider: "postgres"; readonly url: string; readonly maxConnections: number; readonly ssl: boolean }
+
+export interface Listener {
+  readonly host: string
+  readonly port: number
+}
+
+export type SigningKey =
+  | { readonly algorithm: "RS256"; readonly publicKeyPath: string }
+  | { readonly algorithm: "HS256"; readonly secretPath: string }
+  /** The embedded default: an RS256 key pair generated once and kept in the data directory. */
+  | {
+      readonly algorithm: "RS256"
+      readonly generated: { readonly privateKeyPath: string; readonly publicKeyPath: string }
+    }
+
+export interface ResolvedConfig {
+  /** The file the configuration came from, or `embedded default`. */
+  readonly source: string
+  readonly dataDir: string
+  readonly log: { readonly level: "trace" | "debug" | "info" | "warn" | "error"; readonly format: "text" | "json" }
+  readonly listeners: { readonly [K in ServiceId]: Listener }
+  /** TLS for admin-api: configured files, or a self-signed development certificate in the data dir. */
+  readonly adminTls: { readonly certPath: string; readonly keyPath: string; readonly selfSigned: boolean }
+  readonly http: { readonly maxBodyBytes: number }
+  readonly database: ResolvedDatabase
+  /** The app-metrics database; `main` shares the main database (spec 8.2 allows it). */
+  readonly appMetricsDatabase: ResolvedDatabase | "main"
+  readonly counterStore:
+    | { readonly provider: "memory" }
+    | { readonly provider: "redis"; readonly url: string; readonly keyPrefix: string }
+  readonly auth: { readonly signingKey: SigningKey; readonly actors: ReadonlyArray<ConfiguredActor> }
+  readonly appMetrics: {
+    readonly resourceSnapshotInterval: string
+    readonly fullRequestRecording: "never" | "always"
+    readonly blobStorage: NonNullable<NonNullable<ConfigFile["appMetrics"]>["blobStorage"]>
+  }
+  readonly hostApplication: NonNullable<ConfigFile["host_application"]>
+  readonly telemetry: NonNullable<ConfigFile["telemetry"]>
+  /** The decoded file as written, for features that read their own block. */
+  readonly file: ConfigFile
+}
+
+/** The configuration of the running process. */
+export class SvcConfig extends Context.Service<SvcConfig, ResolvedConfig>()("svc/server/SvcConfig") {}
