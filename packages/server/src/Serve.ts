@@ -1,0 +1,138 @@
+/**
+ * `svc serve` and `svc migrate`: assembles stores, migrations, the actor sync, authentication,
+ * the cluster runner and the selected HTTP servers into one layer graph (ARCHITECTURE "Processes").
+ */
+import { Console, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import type { ServiceId } from "@svc/domain/Auth"
+import * as ClusterRuntime from "@svc/cluster/ClusterRuntime"
+import { ActorRepo } from "@svc/sql/ActorRepo"
+import * as Migrations from "@svc/sql/Migrations"
+import * as fs from "node:fs/promises"
+import * as path from "node:path"
+import type { ResolvedConfig, SigningKey } from "./config/SvcConfig.ts"
+import { SvcConfig } from "./config/SvcConfig.ts"
+import * as Servers from "./http/Servers.ts"
+import { ActorDirectory } from "./services/ActorDirectory.ts"
+import { Authenticator } from "./services/Authenticator.ts"
+import { CounterStore } from "./services/CounterStore.ts"
+import * as Database from "./services/Database.ts"
+import { AppMetricsSql } from "./services/Database.ts"
+import { ensureDevSigningKey, ensureSelfSignedCertificate } from "./services/EmbeddedSecrets.ts"
+import { Health } from "./services/Health.ts"
+import { NonceStore } from "./services/NonceStore.ts"
+import { TokenVerifier, type TokenVerifierConfig } from "./services/TokenVerifier.ts"
+import { printBanner, writeAdminToken } from "./StartupBanner.ts"
+
+const readKey = (signingKey: SigningKey): Effect.Effect<TokenVerifierConfig> =>
+  Effect.promise(async (): Promise<TokenVerifierConfig> => {
+    if (signingKey.algorithm === "HS256") {
+      return { algorithm: "HS256", secret: new Uint8Array(await fs.readFile(signingKey.secretPath)) }
+    }
+    const file = "generated" in signingKey ? signingKey.generated.publicKeyPath : signingKey.publicKeyPath
+    return { algorithm: "RS256", publicKeyPem: await fs.readFile(file, "utf8") }
+  })
+
+const counterStoreLayer = (config: ResolvedConfig) =>
+  config.counterStore.provider === "redis"
+    ? CounterStore.layerRedis({ url: config.counterStore.url, keyPrefix: config.counterStore.keyPrefix })
+    : CounterStore.layerMemory
+
+/** Applies the main and app-metrics migrations; returns how many ran. */
+export const migrate = Effect.gen(function* () {
+  const main = yield* Migrations.migrateMain
+  const metricsClient = yield* AppMetricsSql
+  const metrics = yield* Migrations.migrateAppMetrics.pipe(Effect.provideService(SqlClient.SqlClient, metricsClient))
+  return { main, metrics }
+})
+
+const startup = (config: ResolvedConfig, applyMigrations: boolean) =>
+  Layer.effectDiscard(
+    Effect.gen(function* () {
+      if (applyMigrations) {
+        const applied = yield* migrate
+        for (const [id, name] of [...applied.main, ...applied.metrics]) {
+          yield* Effect.logInfo(`applied migration ${String(id).padStart(4, "0")}_${name}`)
+        }
+      }
+      const repo = yield* ActorRepo
+      const actors = yield* repo.syncConfigured(
+        config.auth.actors.map((a) => ({
+          externalId: a.external_id,
+          namespace: a.namespace ?? "root",
+          permissions: a.permissions,
+          ...(a.name === undefined ? {} : { name: a.name }),
+          ...(a.labels === undefined ? {} : { labels: a.labels }),
+          ...(a.annotations === undefined ? {} : { annotations: a.annotations })
+        }))
+      )
+      yield* Effect.logInfo(`synced ${actors.length} configured actor(s)`)
+    })
+  )
+
+const healthLayer = (config: ResolvedConfig) =>
+  Health.layer(
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const metrics = yield* AppMetricsSql
+      const counters = yield* CounterStore
+      return [
+        { name: "database", check: sql`SELECT 1` },
+        ...(config.appMetricsDatabase === "main" ? [] : [{ name: "appMetricsDatabase", check: metrics`SELECT 1` }]),
+        { name: "counterStore", check: counters.ping() }
+      ]
+    })
+  )
+
+/** Runs the selected services until interrupted (SIGINT/SIGTERM), then shuts down gracefully. */
+export const serve = Effect.fn("Serve.serve")(function* (
+  config: ResolvedConfig,
+  services: ReadonlyArray<ServiceId>,
+  options: { readonly migrate: boolean }
+) {
+  const signingKey = config.auth.signingKey
+  if ("generated" in signingKey && (yield* ensureDevSigningKey(signingKey.generated))) {
+    yield* Effect.logWarning(
+      `generated a development JWT signing key in ${path.dirname(signingKey.generated.privateKeyPath)}`
+    )
+  }
+  if (services.includes("admin-api") && config.adminTls.selfSigned) {
+    if (yield* ensureSelfSignedCertificate(config.adminTls)) {
+      yield* Effect.logInfo(`generated a self-signed development certificate at ${config.adminTls.certPath}`)
+    }
+  }
+  const verifierConfig = yield* readKey(signingKey)
+  const stores = Layer.mergeAll(Database.layer(config.database, config.appMetricsDatabase), counterStoreLayer(config))
+  const repos = ActorRepo.layer
+  const auth = Authenticator.layer.pipe(
+    Layer.provide([
+      TokenVerifier.layer(verifierConfig).pipe(Layer.provide(NonceStore.layerNoDeps)),
+      ActorDirectory.layer
+    ])
+  )
+  const applyMigrations = options.migrate || config.database.provider === "pglite"
+  const cluster = services.includes("worker") ? ClusterRuntime.layerSingle() : Layer.empty
+  const app = Layer.mergeAll(
+    Servers.layer(config, services).pipe(Layer.provide([auth, healthLayer(config)])),
+    cluster
+  ).pipe(
+    Layer.provide(startup(config, applyMigrations)),
+    Layer.provide(repos),
+    Layer.provide(stores),
+    Layer.provide(Layer.succeed(SvcConfig, config))
+  )
+  yield* Layer.build(app)
+  const tokenFile =
+    "generated" in signingKey ? yield* writeAdminToken(config, signingKey.generated.privateKeyPath) : undefined
+  yield* printBanner(config, services, tokenFile)
+  return yield* Effect.never
+}, Effect.scoped)
+
+/** `svc migrate`: applies pending migrations to the main and app-metrics databases and exits. */
+export const runMigrations = Effect.fn("Serve.runMigrations")(function* (config: ResolvedConfig) {
+  const applied = yield* migrate.pipe(Effect.provide(Database.layer(config.database, config.appMetricsDatabase)))
+  for (const [id, name] of applied.main) yield* Console.log(`main: applied ${String(id).padStart(4, "0")}_${name}`)
+  for (const [id, name] of applied.metrics)
+    yield* Console.log(`appMetrics: applied ${String(id).padStart(4, "0")}_${name}`)
+  if (applied.main.length + applied.metrics.length === 0) yield* Console.log("migrations: already up to date")
+}, Effect.scoped)

@@ -1,0 +1,2 @@
+/** The version of this build, reported by `/healthz`, `--version` and telemetry. */
+export const version = "0.1.0"

@@ -1,0 +1,111 @@
+/**
+ * The four HTTP servers of spec 1, each its own Node listener with its own router: api (HTTP),
+ * admin-api (HTTPS), public and worker. Shared services (stores, authenticator, health) are
+ * provided from outside so every server uses the same instances.
+ */
+import { NodeHttpServer } from "@effect/platform-node"
+import { ByteSize, Effect, Layer } from "effect"
+import { HttpIncomingMessage, HttpRouter, type HttpServerRequest } from "effect/http"
+import { HttpApiBuilder } from "effect/http-api"
+import type { ServiceId } from "@svc/domain/Auth"
+import { AdminApiV1, ApiV1, PublicApi, WorkerApi } from "@svc/domain/http/Apis"
+import * as fs from "node:fs"
+import * as http from "node:http"
+import * as https from "node:https"
+import type { ResolvedConfig } from "../config/SvcConfig.ts"
+import { Authenticator } from "../services/Authenticator.ts"
+import { CurrentService } from "../services/CurrentService.ts"
+import * as SwaggerRoute from "../swagger/SwaggerRoute.ts"
+import { swaggerDocuments } from "../swagger/generate.ts"
+import { AdminApiAuthHttp, ApiAuthHttp } from "./AuthHttp.ts"
+import { AuthenticationLive } from "./AuthenticationLive.ts"
+import { errorResponse, layerErrorHandling, type NotFoundPolicy } from "./ErrorHandling.ts"
+import { AdminApiSystemHttp, ApiSystemHttp, PublicSystemHttp, WorkerSystemHttp } from "./SystemHttp.ts"
+
+const serverOptions: http.ServerOptions = {
+  // SECURITY.md "Limits on every input": bounded headers and slow-client timeouts.
+  maxHeaderSize: 16 * 1024,
+  headersTimeout: 15_000,
+  requestTimeout: 60_000,
+  keepAliveTimeout: 5_000
+}
+
+/**
+ * Unknown paths under `/api/` answer 401 to a caller without a valid token (route existence is
+ * not disclosed to anonymous callers) and 404 otherwise.
+ */
+const apiNotFound =
+  (authenticator: Authenticator["Service"], service: ServiceId): NotFoundPolicy =>
+  (request: HttpServerRequest.HttpServerRequest) => {
+    const notFound = errorResponse(404, "not found", "not_found")
+    if (!request.url.startsWith("/api/")) return Effect.succeed(notFound)
+    const header = request.headers.authorization ?? ""
+    const token = header.toLowerCase().startsWith("bearer ") ? header.slice(7).trim() : ""
+    if (token === "") return Effect.succeed(errorResponse(401, "a bearer token is required", "unauthorized"))
+    return authenticator.authenticate(token, service).pipe(
+      Effect.as(notFound),
+      Effect.catchTags({
+        Unauthorized: (e) => Effect.succeed(errorResponse(401, e.error, e.code)),
+        ServiceUnavailable: (e) => Effect.succeed(errorResponse(503, e.error, e.code))
+      })
+    )
+  }
+
+const routes = (service: ServiceId) => {
+  switch (service) {
+    case "api":
+      return Layer.mergeAll(
+        HttpApiBuilder.layer(ApiV1, { openapiPath: "/openapi.json" }).pipe(
+          Layer.provide([ApiSystemHttp, ApiAuthHttp.pipe(Layer.provide(AuthenticationLive))])
+        ),
+        SwaggerRoute.layer(swaggerDocuments().api)
+      )
+    case "admin-api":
+      return Layer.mergeAll(
+        HttpApiBuilder.layer(AdminApiV1, { openapiPath: "/openapi.json" }).pipe(
+          Layer.provide([AdminApiSystemHttp, AdminApiAuthHttp.pipe(Layer.provide(AuthenticationLive))])
+        ),
+        SwaggerRoute.layer(swaggerDocuments()["admin-api"])
+      )
+    case "public":
+      return HttpApiBuilder.layer(PublicApi, { openapiPath: "/openapi.json" }).pipe(Layer.provide(PublicSystemHttp))
+    case "worker":
+      return HttpApiBuilder.layer(WorkerApi).pipe(Layer.provide(WorkerSystemHttp))
+  }
+}
+
+const nodeServer = (config: ResolvedConfig, service: ServiceId) => {
+  const { host, port } = config.listeners[service]
+  if (service === "admin-api") {
+    return NodeHttpServer.layer(
+      () =>
+        https.createServer({
+          ...serverOptions,
+          cert: fs.readFileSync(config.adminTls.certPath),
+          key: fs.readFileSync(config.adminTls.keyPath)
+        }),
+      { host, port }
+    )
+  }
+  return NodeHttpServer.layer(() => http.createServer(serverOptions), { host, port })
+}
+
+/** One service's HTTP server, listening until the layer is released. */
+export const serverLayer = (config: ResolvedConfig, service: ServiceId) =>
+  HttpRouter.serve(
+    Layer.mergeAll(
+      routes(service),
+      Layer.unwrap(
+        Effect.map(Authenticator, (authenticator) => layerErrorHandling(apiNotFound(authenticator, service)))
+      )
+    ),
+    { disableLogger: true, disableListenLog: true }
+  ).pipe(
+    Layer.provide(nodeServer(config, service)),
+    Layer.provide(Layer.succeed(CurrentService, service)),
+    Layer.provide(Layer.succeed(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(config.http.maxBodyBytes)))
+  )
+
+/** Every selected service's server; requires the shared Authenticator and Health. */
+export const layer = (config: ResolvedConfig, services: ReadonlyArray<ServiceId>) =>
+  services.map((service) => serverLayer(config, service)).reduce((all, one) => Layer.merge(all, one), Layer.empty)

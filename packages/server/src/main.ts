@@ -1,0 +1,65 @@
+/**
+ * The `svc` executable: `svc serve` and `svc migrate`. The only place that reads `process.env`
+ * and `process.argv` and assembles the whole graph.
+ */
+import { NodeRuntime, NodeServices } from "@effect/platform-node"
+import { Console, Effect, Layer, Option, References } from "effect"
+import { Command, Flag } from "effect/cli"
+import { allServiceIds, type ServiceId } from "@svc/domain/Auth"
+import { type ConfigError, loadConfig } from "./config/ConfigLoader.ts"
+import type { ResolvedConfig } from "./config/SvcConfig.ts"
+import { runMigrations, serve } from "./Serve.ts"
+import { version } from "./Version.ts"
+
+const configFlag = Flag.String("config").pipe(
+  Flag.withDescription("Configuration file (default: ./svc.yaml when present, else the embedded default)"),
+  Flag.optional
+)
+
+const logLevels = { trace: "Trace", debug: "Debug", info: "Info", warn: "Warn", error: "Error" } as const
+
+const withConfig = <A, E, R>(path: Option.Option<string>, f: (config: ResolvedConfig) => Effect.Effect<A, E, R>) =>
+  loadConfig({ configPath: Option.getOrUndefined(path), cwd: process.cwd(), env: process.env }).pipe(
+    Effect.matchEffect({
+      onFailure: (error: ConfigError) =>
+        Console.error(`svc: ${error.message}`).pipe(
+          Effect.andThen(
+            Effect.sync(() => {
+              process.exitCode = 2
+            })
+          )
+        ),
+      onSuccess: (config) =>
+        f(config).pipe(Effect.provideService(References.MinimumLogLevel, logLevels[config.log.level]), Effect.asVoid)
+    })
+  )
+
+const serveCommand = Command.make(
+  "serve",
+  {
+    config: configFlag,
+    service: Flag.Literals("service", allServiceIds).pipe(
+      Flag.withDescription("Run only this service (repeatable): api, admin-api, public or worker. Default: all four"),
+      Flag.atLeast(0)
+    ),
+    migrate: Flag.Boolean("migrate").pipe(
+      Flag.withDescription("Apply pending migrations before serving (always done on the embedded default)"),
+      Flag.withDefault(false)
+    )
+  },
+  ({ config, service, migrate }) =>
+    withConfig(config, (resolved) =>
+      serve(resolved, service.length === 0 ? allServiceIds : [...new Set<ServiceId>(service)], { migrate })
+    )
+).pipe(Command.withDescription("Run the services until SIGINT or SIGTERM, then shut down gracefully"))
+
+const migrateCommand = Command.make("migrate", { config: configFlag }, ({ config }) =>
+  withConfig(config, runMigrations)
+).pipe(Command.withDescription("Apply pending migrations to the main and app-metrics databases, then exit"))
+
+const svc = Command.make("svc").pipe(
+  Command.withDescription("svc: a self-hosted connection proxy"),
+  Command.withSubcommands([serveCommand, migrateCommand])
+)
+
+svc.pipe(Command.run({ version }), Effect.provide(Layer.mergeAll(NodeServices.layer)), NodeRuntime.runMain)

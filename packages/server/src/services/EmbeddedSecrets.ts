@@ -1,0 +1,72 @@
+/**
+ * Material the embedded default creates on first start and keeps in the data directory: the
+ * development JWT signing key pair and the self-signed admin-api TLS certificate. Files are
+ * written owner-only (0600) and never regenerated while present.
+ */
+import { Effect } from "effect"
+import { exportPKCS8, exportSPKI, generateKeyPair } from "jose"
+import * as fs from "node:fs/promises"
+import * as path from "node:path"
+import { generate as generateCertificate } from "selfsigned"
+
+const fileExists = (file: string) =>
+  Effect.promise(() =>
+    fs.stat(file).then(
+      () => true,
+      () => false
+    )
+  )
+
+const writeSecret = (file: string, contents: string) =>
+  Effect.promise(async () => {
+    await fs.mkdir(path.dirname(file), { recursive: true, mode: 0o700 })
+    await fs.writeFile(file, contents, { mode: 0o600 })
+  })
+
+/** Ensures the development RS256 key pair exists; returns whether it was created now. */
+export const ensureDevSigningKey = Effect.fn("EmbeddedSecrets.ensureDevSigningKey")(function* (paths: {
+  readonly privateKeyPath: string
+  readonly publicKeyPath: string
+}) {
+  if ((yield* fileExists(paths.privateKeyPath)) && (yield* fileExists(paths.publicKeyPath))) return false
+  const { privateKey, publicKey } = yield* Effect.promise(() =>
+    generateKeyPair("RS256", { modulusLength: 2048, extractable: true })
+  )
+  yield* writeSecret(paths.privateKeyPath, yield* Effect.promise(() => exportPKCS8(privateKey)))
+  yield* writeSecret(paths.publicKeyPath, yield* Effect.promise(() => exportSPKI(publicKey)))
+  return true
+})
+
+/** Ensures a self-signed certificate for localhost exists; returns whether it was created now. */
+export const ensureSelfSignedCertificate = Effect.fn("EmbeddedSecrets.ensureSelfSignedCertificate")(function* (paths: {
+  readonly certPath: string
+  readonly keyPath: string
+}) {
+  if ((yield* fileExists(paths.certPath)) && (yield* fileExists(paths.keyPath))) return false
+  const notBeforeDate = new Date()
+  const notAfterDate = new Date(notBeforeDate.getTime() + 825 * 24 * 3600 * 1000)
+  const pems = yield* Effect.promise(() =>
+    generateCertificate([{ name: "commonName", value: "localhost" }], {
+      keySize: 2048,
+      algorithm: "sha256",
+      notBeforeDate,
+      notAfterDate,
+      extensions: [
+        { name: "basicConstraints", cA: false },
+        { name: "keyUsage", digitalSignature: true, keyEncipherment: true },
+        { name: "extKeyUsage", serverAuth: true },
+        {
+          name: "subjectAltName",
+          altNames: [
+            { type: 2, value: "localhost" },
+            { type: 7, ip: "127.0.0.1" },
+            { type: 7, ip: "::1" }
+          ]
+        }
+      ]
+    })
+  )
+  yield* writeSecret(paths.keyPath, pems.private)
+  yield* writeSecret(paths.certPath, pems.cert)
+  return true
+})
