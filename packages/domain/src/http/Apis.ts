@@ -6,19 +6,32 @@ import { HttpApi, OpenApi } from "effect/http-api"
 import { AuthApi } from "./AuthApi.ts"
 import { SystemApi } from "./SystemApi.ts"
 
+/**
+ * Client input is decoded reporting every problem; unknown body keys are rejected so a typo in a
+ * field name is a 400 instead of a silently ignored value.
+ */
+const strictPayload = { errors: "all", onExcessProperty: "error" } as const
+const allErrors = { errors: "all" } as const
+
 /** Application API (service id `api`, default port 8081). */
 export class ApiV1 extends HttpApi.make("api")
   .add(SystemApi)
   .add(AuthApi)
   .annotate(OpenApi.Title, "svc application API")
-  .annotate(OpenApi.Version, "v1") {}
+  .annotate(OpenApi.Version, "v1")
+  .annotate(HttpApi.PayloadParseOptions, strictPayload)
+  .annotate(HttpApi.QueryParseOptions, allErrors)
+  .annotate(HttpApi.ParamsParseOptions, allErrors) {}
 
 /** Admin API (service id `admin-api`, default port 8082, TLS). */
 export class AdminApiV1 extends HttpApi.make("admin-api")
   .add(SystemApi)
   .add(AuthApi)
   .annotate(OpenApi.Title, "svc admin API")
-  .annotate(OpenApi.Version, "v1") {}
+  .annotate(OpenApi.Version, "v1")
+  .annotate(HttpApi.PayloadParseOptions, strictPayload)
+  .annotate(HttpApi.QueryParseOptions, allErrors)
+  .annotate(HttpApi.ParamsParseOptions, allErrors) {}
 
 /** Browser-facing service (service id `public`, default port 8080). */
 export class PublicApi extends HttpApi.make("public").add(SystemApi).annotate(OpenApi.Title, "svc public service") {}

@@ -30,8 +30,14 @@ const fromCause = (
   notFound: NotFoundPolicy
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, unhandled> => {
   for (const reason of cause.reasons) {
-    if (reason._tag === "Fail" && HttpServerError.isHttpServerError(reason.error)) {
-      const inner = reason.error.reason
+    const serverError =
+      reason._tag === "Fail" && HttpServerError.isHttpServerError(reason.error)
+        ? reason.error
+        : reason._tag === "Die" && HttpServerError.isHttpServerError(reason.defect)
+          ? reason.defect
+          : undefined
+    if (serverError !== undefined) {
+      const inner = serverError.reason
       switch (inner._tag) {
         case "RouteNotFound":
           return notFound(inner.request)
