@@ -7,7 +7,7 @@ import { layerErrorHandling } from "./ErrorHandling.ts"
 
 class Things extends HttpApiGroup.make("things").add(
   HttpApiEndpoint.post("create", "/things", {
-    payload: Schema.Struct({ name: Schema.String, size: Schema.Int, secret: Schema.optionalKey(Schema.Number) }),
+    payload: Schema.Struct({ name: Schema.String, size: Schema.Int, secret: Schema.optionalKey(Schema.Finite) }),
     success: Schema.Struct({ name: Schema.String }),
     error: Conflict
   }),
