@@ -1,0 +1,29 @@
+/**
+ * The assembled `cli` command tree and how it is run, independent of the process (see `main.ts`).
+ */
+import { Console, Effect } from "effect"
+import { CliOutput, Command } from "effect/cli"
+import { signJwt } from "./commands/SignJwt.ts"
+import { verifyJwt } from "./commands/VerifyJwt.ts"
+import { root } from "./Root.ts"
+
+export const version = "0.1.0"
+
+/** `cli` with every subcommand. */
+export const cli = root.pipe(Command.withSubcommands([signJwt, verifyJwt]))
+
+/** Writes usage errors (without the help page) to stderr so stdout carries only command output. */
+export const StderrPresenter = CliOutput.layerPresenter({
+  present: (event) =>
+    event._tag === "InvalidInvocation"
+      ? Effect.gen(function* () {
+          const formatter = yield* CliOutput.Formatter
+          yield* Console.error(formatter.formatErrors(event.errors))
+          yield* Console.error(`\nRun "${event.commandPath.join(" ")} --help" for usage.`)
+        })
+      : CliOutput.defaultPresenter.present(event)
+})
+
+/** Runs `cli` with explicit arguments (without the program name). */
+export const runCli = (args: ReadonlyArray<string>) =>
+  Command.runWith(cli, { version })(args).pipe(Effect.provide(StderrPresenter))

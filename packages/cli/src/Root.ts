@@ -1,0 +1,14 @@
+import { Command, Flag } from "effect/cli"
+
+/** `--config <path>`: accepted before or after the subcommand name by every command. */
+export const configFlag = Flag.String("config").pipe(
+  Flag.withMetavar("PATH"),
+  Flag.withDescription("Configuration file to read instead of ~/.svc.yaml (must exist)"),
+  Flag.optional
+)
+
+/** The `cli` root command with its shared flags; subcommands read them with `yield* root`. */
+export const root = Command.make("cli").pipe(
+  Command.withSharedFlags({ config: configFlag }),
+  Command.withDescription("Companion tool for a running svc service (spec 4.8)")
+)
