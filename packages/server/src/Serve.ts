@@ -2,7 +2,7 @@
  * `svc serve` and `svc migrate`: assembles stores, migrations, the actor sync, authentication,
  * the cluster runner and the selected HTTP servers into one layer graph (ARCHITECTURE "Processes").
  */
-import { Console, Effect, Layer } from "effect"
+import { Console, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { ServiceId } from "@svc/domain/Auth"
 import * as ClusterRuntime from "@svc/cluster/ClusterRuntime"
@@ -46,6 +46,33 @@ export const migrate = Effect.gen(function* () {
   return { main, metrics }
 })
 
+/** The schema is behind this build and `serve` was not asked to migrate. */
+export class SchemaBehind extends Schema.TaggedError<SchemaBehind>()("SchemaBehind", { database: Schema.String }) {
+  override get message() {
+    return `the ${this.database} database schema is behind this build: run \`svc migrate\` (or \`svc serve --migrate\`)`
+  }
+}
+
+const latestApplied = (sql: SqlClient.SqlClient, table: string) =>
+  sql<{ readonly latest: number | null }>`SELECT max(migration_id) AS latest FROM ${sql(table)}`.pipe(
+    Effect.map((rows) => rows[0]?.latest ?? 0),
+    Effect.catch(() => Effect.succeed(0))
+  )
+
+const latestKnown = (loader: typeof Migrations.mainLoader) =>
+  Effect.map(Effect.orDie(loader), (all) => Math.max(0, ...all.map(([id]) => id)))
+
+const checkSchema = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  const metrics = yield* AppMetricsSql
+  if ((yield* latestApplied(sql, Migrations.mainTable)) < (yield* latestKnown(Migrations.mainLoader))) {
+    return yield* new SchemaBehind({ database: "main" })
+  }
+  if ((yield* latestApplied(metrics, Migrations.appMetricsTable)) < (yield* latestKnown(Migrations.appMetricsLoader))) {
+    return yield* new SchemaBehind({ database: "appMetrics" })
+  }
+})
+
 const startup = (config: ResolvedConfig, applyMigrations: boolean) =>
   Layer.effectDiscard(
     Effect.gen(function* () {
@@ -54,6 +81,8 @@ const startup = (config: ResolvedConfig, applyMigrations: boolean) =>
         for (const [id, name] of [...applied.main, ...applied.metrics]) {
           yield* Effect.logInfo(`applied migration ${String(id).padStart(4, "0")}_${name}`)
         }
+      } else {
+        yield* checkSchema
       }
       const repo = yield* ActorRepo
       const actors = yield* repo.syncConfigured(

@@ -3,7 +3,7 @@
  * and `process.argv` and assembles the whole graph.
  */
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
-import { Console, Effect, Layer, Option, References } from "effect"
+import { Cause, Console, Effect, Exit, Option, References, Runtime } from "effect"
 import { Command, Flag } from "effect/cli"
 import { allServiceIds, type ServiceId } from "@svc/domain/Auth"
 import { type ConfigError, loadConfig } from "./config/ConfigLoader.ts"
@@ -62,4 +62,11 @@ const svc = Command.make("svc").pipe(
   Command.withSubcommands([serveCommand, migrateCommand])
 )
 
-svc.pipe(Command.run({ version }), Effect.provide(Layer.mergeAll(NodeServices.layer)), NodeRuntime.runMain)
+/** SIGINT/SIGTERM end `serve` gracefully: exit 0, not the default 130; an exit code set above wins. */
+const teardown: Runtime.Teardown = (exit, onExit) => {
+  if (Exit.isSuccess(exit)) return onExit(typeof process.exitCode === "number" ? process.exitCode : 0)
+  if (Cause.hasInterruptsOnly(exit.cause)) return onExit(0)
+  return Runtime.defaultTeardown(exit, onExit)
+}
+
+svc.pipe(Command.run({ version }), Effect.provide(NodeServices.layer), NodeRuntime.runMain({ teardown }))

@@ -1,0 +1,23 @@
+/**
+ * The demo two-activity workflow: step one, a durable pause, step two. It proves that a workflow
+ * resumes after a process restart without re-running completed activities (ARCHITECTURE "Durable work").
+ */
+import { Effect, Schema } from "effect"
+import { DurableDeferred, Workflow } from "effect/workflow"
+import { DemoProceedDeferred, DemoWorkflowName } from "@svc/domain/DurableNames"
+
+/** Demo workflow, one execution per `id`; succeeds with `completed:<id>`. */
+export const DemoWorkflow = Workflow.make(DemoWorkflowName, {
+  payload: { id: Schema.String },
+  success: Schema.String,
+  idempotencyKey: ({ id }) => id
+})
+
+/** Durable pause between the two activities; completed by `proceed`. */
+export const DemoProceed = DurableDeferred.make(DemoProceedDeferred)
+
+/** Lets the execution for `id` continue past its pause (durable: works before, during or after the pause). */
+export const proceed = Effect.fn("DemoWorkflow.proceed")(function* (id: string) {
+  const token = yield* DurableDeferred.tokenFromPayload(DemoProceed, { workflow: DemoWorkflow, payload: { id } })
+  yield* DurableDeferred.succeed(DemoProceed, { token, value: undefined })
+})

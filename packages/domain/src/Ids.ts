@@ -1,0 +1,85 @@
+/**
+ * Prefixed resource ids (API-CONVENTIONS "Resources"): `<prefix>_<26 lowercase base32 chars>`
+ * encoding 16 random bytes. Opaque after the prefix. Pure: only `globalThis.crypto`.
+ */
+import { Schema } from "effect"
+
+/** The id prefixes of svc resources. */
+export type IdPrefix = "act" | "cxr" | "cxn" | "key" | "rl" | "ntf" | "tsk" | "req"
+
+const ALPHABET = "abcdefghijklmnopqrstuvwxyz234567"
+
+/** Lowercase RFC 4648 base32 without padding: 16 bytes give 26 characters. */
+const base32 = (bytes: Uint8Array): string => {
+  let out = ""
+  let buffer = 0
+  let bits = 0
+  for (const byte of bytes) {
+    buffer = (buffer << 8) | byte
+    bits += 8
+    while (bits >= 5) {
+      out += ALPHABET[(buffer >>> (bits - 5)) & 31]
+      bits -= 5
+    }
+  }
+  if (bits > 0) out += ALPHABET[(buffer << (5 - bits)) & 31]
+  return out
+}
+
+const prefixed = (prefix: IdPrefix) =>
+  Schema.String.pipe(
+    Schema.check(Schema.isPattern(new RegExp(`^${prefix}_[a-z2-7]{26}$`), { expected: `a ${prefix}_ id` }))
+  )
+
+/** An actor id, `act_…`. */
+export const ActorId = prefixed("act").pipe(Schema.brand("ActorId"))
+export type ActorId = typeof ActorId.Type
+/** A connector id, `cxr_…`. */
+export const ConnectorId = prefixed("cxr").pipe(Schema.brand("ConnectorId"))
+export type ConnectorId = typeof ConnectorId.Type
+/** A connection id, `cxn_…`. */
+export const ConnectionId = prefixed("cxn").pipe(Schema.brand("ConnectionId"))
+export type ConnectionId = typeof ConnectionId.Type
+/** An encryption key id, `key_…`. */
+export const KeyId = prefixed("key").pipe(Schema.brand("KeyId"))
+export type KeyId = typeof KeyId.Type
+/** A rate-limit id, `rl_…`. */
+export const RateLimitId = prefixed("rl").pipe(Schema.brand("RateLimitId"))
+export type RateLimitId = typeof RateLimitId.Type
+/** A notification id, `ntf_…`. */
+export const NotificationId = prefixed("ntf").pipe(Schema.brand("NotificationId"))
+export type NotificationId = typeof NotificationId.Type
+/** A request-event id, `req_…`. */
+export const RequestEventId = prefixed("req").pipe(Schema.brand("RequestEventId"))
+export type RequestEventId = typeof RequestEventId.Type
+/**
+ * A task id, `tsk_…`. Task ids may also be opaque tokens longer than a random id
+ * (ARCHITECTURE "Durable work"), so any base64url text after the prefix is accepted.
+ */
+export const TaskId = Schema.String.pipe(
+  Schema.check(Schema.isPattern(/^tsk_[A-Za-z0-9_-]+$/, { expected: "a tsk_ id" })),
+  Schema.brand("TaskId")
+)
+export type TaskId = typeof TaskId.Type
+
+/** The branded id type of each prefix. */
+export interface IdOf {
+  readonly act: ActorId
+  readonly cxr: ConnectorId
+  readonly cxn: ConnectionId
+  readonly key: KeyId
+  readonly rl: RateLimitId
+  readonly ntf: NotificationId
+  readonly tsk: TaskId
+  readonly req: RequestEventId
+}
+
+/** Builds the id of `prefix` from 16 given bytes (deterministic; for tests and replays). */
+export const idFromBytes = <P extends IdPrefix>(prefix: P, bytes: Uint8Array): IdOf[P] => {
+  if (bytes.length !== 16) throw new RangeError("an id needs exactly 16 bytes")
+  return `${prefix}_${base32(bytes)}` as IdOf[P]
+}
+
+/** A fresh random id of `prefix`, e.g. `makeId("act")` → `act_<26 base32 chars>`. */
+export const makeId = <P extends IdPrefix>(prefix: P): IdOf[P] =>
+  idFromBytes(prefix, globalThis.crypto.getRandomValues(new Uint8Array(16)))

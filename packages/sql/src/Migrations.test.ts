@@ -1,0 +1,91 @@
+import { assert, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import * as Migrations from "./Migrations.ts"
+import * as TestDatabase from "./TestDatabase.ts"
+
+const requestEventColumns = [
+  "id",
+  "timestamp",
+  "namespace",
+  "type",
+  "method",
+  "host",
+  "path",
+  "response_status_code",
+  "response_source",
+  "connector_id",
+  "connector_version",
+  "connection_id",
+  "actor_id",
+  "duration_ms",
+  "labels",
+  "rate_limit_id",
+  "rate_limit_mode",
+  "rate_limit_bucket",
+  "rate_limit_matched",
+  "full_request_recorded"
+]
+
+for (const [backend, db] of TestDatabase.backends) {
+  layer(db, { timeout: "60 seconds" })(`Migrations (${backend})`, (it) => {
+    it.effect("main and app-metrics migrations apply once each in one shared database", () =>
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        assert.deepStrictEqual(yield* Migrations.migrateMain, [[1, "initial"]])
+        assert.deepStrictEqual(yield* Migrations.migrateAppMetrics, [[1, "request_events"]])
+        assert.deepStrictEqual(yield* Migrations.migrateMain, [])
+        assert.deepStrictEqual(yield* Migrations.migrateAppMetrics, [])
+
+        const history = (table: string) =>
+          sql`SELECT migration_id, name FROM ${sql(table)} ORDER BY migration_id`.withoutTransform
+        assert.deepStrictEqual(yield* history("schema_migrations"), [{ migration_id: 1, name: "initial" }])
+        assert.deepStrictEqual(yield* history("app_metrics_schema_migrations"), [
+          { migration_id: 1, name: "request_events" }
+        ])
+
+        const tables = yield* sql<{ tableName: string }>`
+          SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name`
+        assert.deepStrictEqual(
+          tables.map((t) => t.tableName),
+          ["actors", "app_metrics_schema_migrations", "namespaces", "request_events", "schema_migrations"]
+        )
+      })
+    )
+
+    it.effect("creates the root namespace, the actor indexes and the request-event columns and indexes", () =>
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const namespaces = yield* sql`SELECT path, name, labels, deleted_at FROM namespaces`
+        assert.deepStrictEqual(namespaces, [{ path: "root", name: "root", labels: {}, deletedAt: null }])
+
+        const columns = yield* sql<{ columnName: string }>`
+          SELECT column_name FROM information_schema.columns WHERE table_name = 'request_events' ORDER BY ordinal_position`
+        assert.deepStrictEqual(
+          columns.map((c) => c.columnName),
+          requestEventColumns
+        )
+
+        const indexes = yield* sql<{ indexname: string; indexdef: string }>`
+          SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public' AND indexname NOT LIKE '%_pkey' ORDER BY indexname`
+        assert.deepStrictEqual(
+          indexes.map((i) => i.indexname),
+          [
+            "actors_external_id_live",
+            "actors_labels_gin",
+            "actors_namespace_name_live",
+            "namespaces_labels_gin",
+            "request_events_connection_timestamp_idx",
+            "request_events_labels_gin",
+            "request_events_timestamp_idx"
+          ]
+        )
+        const def = (name: string) => indexes.find((i) => i.indexname === name)?.indexdef ?? ""
+        assert.match(def("actors_external_id_live"), /UNIQUE INDEX .* \(external_id\) WHERE \(deleted_at IS NULL\)/)
+        assert.match(def("actors_labels_gin"), /USING gin \(labels\)/)
+        assert.match(def("request_events_labels_gin"), /USING gin \(labels\)/)
+        assert.match(def("request_events_connection_timestamp_idx"), /\(connection_id, "?timestamp"?\)/)
+      })
+    )
+  })
+}

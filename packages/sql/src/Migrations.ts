@@ -1,0 +1,50 @@
+/**
+ * Schema migrations of the main and the app-metrics databases (effect/sql `Migrator`, statically
+ * imported migration files). Both histories can live in one database: they use separate tables
+ * (`schema_migrations`, `app_metrics_schema_migrations`) and disjoint table names.
+ */
+import { type Effect, Layer } from "effect"
+import { Migrator, type SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql/SqlError"
+import main0001 from "./migrations/main/0001_initial.ts"
+import metrics0001 from "./migrations/metrics/0001_request_events.ts"
+
+/** Migrations table of the main database. */
+export const mainTable = "schema_migrations"
+/** Migrations table of the app-metrics database (spec 8.2). */
+export const appMetricsTable = "app_metrics_schema_migrations"
+
+/** Main-database migrations, keyed `<id>_<name>`. */
+export const mainLoader: Migrator.Loader = Migrator.fromRecord({
+  "0001_initial": main0001
+})
+
+/** App-metrics migrations, keyed `<id>_<name>`. */
+export const appMetricsLoader: Migrator.Loader = Migrator.fromRecord({
+  "0001_request_events": metrics0001
+})
+
+const run = Migrator.make({})
+
+/** The migrations applied by one run, `[id, name]`; empty when the schema is current. */
+export type Applied = ReadonlyArray<readonly [id: number, name: string]>
+
+/** Applies pending main migrations in one transaction; concurrent runs serialise on the table lock. */
+export const migrateMain: Effect.Effect<Applied, Migrator.MigrationError | SqlError, SqlClient.SqlClient> = run({
+  loader: mainLoader,
+  table: mainTable
+})
+
+/** Applies pending app-metrics migrations (spec 8.2) in one transaction. */
+export const migrateAppMetrics: Effect.Effect<Applied, Migrator.MigrationError | SqlError, SqlClient.SqlClient> = run({
+  loader: appMetricsLoader,
+  table: appMetricsTable
+})
+
+/** Runs `migrateMain` when built. */
+export const layerMain: Layer.Layer<never, Migrator.MigrationError | SqlError, SqlClient.SqlClient> =
+  Layer.effectDiscard(migrateMain)
+
+/** Runs `migrateAppMetrics` when built. */
+export const layerAppMetrics: Layer.Layer<never, Migrator.MigrationError | SqlError, SqlClient.SqlClient> =
+  Layer.effectDiscard(migrateAppMetrics)

@@ -1,0 +1,250 @@
+/**
+ * `SqlClient` over in-process PGlite (PostgreSQL in WASM): the embedded default database.
+ * PGlite has one session, so every statement, transaction and `reserve` takes one permit.
+ */
+import { PGlite, type Results } from "@electric-sql/pglite"
+import { makeCompiler } from "@effect/sql-pg/PgClient"
+import * as PgTypes from "@effect/sql-pg/PgTypes"
+import { Context, Effect, Layer, Semaphore, Stream } from "effect"
+import type { Scope } from "effect"
+import { Reactivity } from "effect/reactivity"
+import { SqlClient, type SqlConnection, Statement } from "effect/sql"
+import {
+  ConnectionError,
+  ConstraintError,
+  DeadlockError,
+  SerializationError,
+  SqlError,
+  type SqlErrorReason,
+  SqlSyntaxError,
+  UniqueViolation,
+  UnknownError
+} from "effect/sql/SqlError"
+import * as NameTransforms from "./NameTransforms.ts"
+
+/** Options of the PGlite client; transforms default to {@link NameTransforms}. */
+export interface PgliteClientConfig {
+  /** A directory on disk (created if missing) or `memory://`. */
+  readonly dataDir: string
+  readonly transformQueryNames?: ((name: string) => string) | undefined
+  readonly transformResultNames?: ((name: string) => string) | undefined
+  readonly spanAttributes?: Record<string, unknown> | undefined
+}
+
+/** A `SqlClient` (driver `"pglite"`, dialect `pg`) that also exposes the PGlite instance. */
+export interface PgliteClient extends SqlClient.SqlClient {
+  readonly config: PgliteClientConfig
+  readonly pglite: PGlite
+}
+
+/** Service tag of the PGlite client; the layers also provide it as `SqlClient`. */
+export const PgliteClient = Context.Service<PgliteClient>("@svc/sql/PgliteClient")
+
+const OID = {
+  bool: 16,
+  bytea: 17,
+  int8: 20,
+  int4: 23,
+  text: 25,
+  json: 114,
+  float8: 701,
+  timestamp: 1114,
+  date: 1082,
+  timestamptz: 1184,
+  jsonb: 3802
+} as const
+const ARRAY_OID: Record<number, number> = { 16: 1000, 17: 1001, 20: 1016, 23: 1007, 25: 1009, 701: 1022, 1184: 1185 }
+
+// Row values decode as @effect/sql-pg decodes them, so code behaves the same on both clients.
+const parsers = {
+  [OID.int8]: (value: string) => BigInt(value),
+  [OID.date]: (value: string) => value,
+  [OID.timestamp]: (value: string) =>
+    value === "infinity" || value === "-infinity" ? new Date(Number.NaN) : new Date(`${value.replace(" ", "T")}Z`)
+}
+
+// Parameters are serialised here (see `encodeParams`), so PGlite must pass them through untouched.
+const passThrough = new Proxy({}, { get: () => (value: unknown) => value })
+
+class ParamError extends Error {}
+
+const INT32_MIN = -2147483648
+const INT32_MAX = 2147483647
+
+const toHex = (bytes: Uint8Array) => `\\x${Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")}`
+
+/** Infers the type of a parameter exactly like @effect/sql-pg (strings bind untyped). */
+const inferScalar = (value: unknown): readonly [oid: number, text: string | null] => {
+  if (PgTypes.isParameter(value)) {
+    if (value.value === null || value.value === undefined) return [value.oid, null]
+    if (value.oid === OID.json || value.oid === OID.jsonb) return [value.oid, JSON.stringify(value.value)]
+    return [value.oid, inferScalar(value.value)[1]]
+  }
+  if (value === null || value === undefined) return [0, null]
+  switch (typeof value) {
+    case "boolean":
+      return [OID.bool, value ? "t" : "f"]
+    case "bigint":
+      return [OID.int8, value.toString()]
+    case "number":
+      if (Number.isInteger(value)) {
+        if (value >= INT32_MIN && value <= INT32_MAX) return [OID.int4, String(value)]
+        if (Number.isSafeInteger(value)) return [OID.int8, String(value)]
+      }
+      return [OID.float8, String(value)]
+    case "string":
+      return [0, value]
+  }
+  if (value instanceof Date) {
+    if (Number.isNaN(value.getTime())) throw new ParamError("Cannot encode an invalid Date")
+    return [OID.timestamptz, value.toISOString()]
+  }
+  if (value instanceof Uint8Array) return [OID.bytea, toHex(value)]
+  throw new ParamError(`Cannot infer a PostgreSQL type for ${String(value)}`)
+}
+
+const quoteElement = (text: string) => `"${text.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`
+
+const inferParam = (value: unknown): readonly [oid: number, text: string | null] => {
+  if (!Array.isArray(value)) return inferScalar(value)
+  if (value.length === 0) return [0, "{}"]
+  let elementOid: number | undefined
+  const parts = value.map((element) => {
+    if (Array.isArray(element)) throw new ParamError("Nested array parameters are not supported")
+    const [oid, text] = inferScalar(element)
+    if (text === null) return "NULL"
+    const typed = oid === 0 ? OID.text : oid
+    if (elementOid !== undefined && elementOid !== typed) throw new ParamError("Array elements must share one type")
+    elementOid = typed
+    return quoteElement(text)
+  })
+  const arrayOid = elementOid === undefined ? 0 : ARRAY_OID[elementOid]
+  if (arrayOid === undefined) throw new ParamError(`Unsupported array element type ${elementOid}`)
+  return [arrayOid, `{${parts.join(",")}}`]
+}
+
+const encodeParams = (params: ReadonlyArray<unknown>) => {
+  const paramTypes: Array<number> = []
+  const values: Array<string | null> = []
+  for (const param of params) {
+    const [oid, text] = inferParam(param)
+    paramTypes.push(oid)
+    values.push(text)
+  }
+  return { paramTypes, values }
+}
+
+const classify = (cause: unknown, operation: string): SqlErrorReason => {
+  const message = cause instanceof Error ? cause.message : "PGlite query failed"
+  const props = { cause, message, operation }
+  const code =
+    typeof cause === "object" && cause !== null && "code" in cause && typeof cause.code === "string"
+      ? cause.code
+      : undefined
+  if (cause instanceof ParamError || code === undefined) return new UnknownError(props)
+  if (code === "23505") {
+    const constraint = "constraint" in (cause as object) ? String((cause as { constraint: unknown }).constraint) : ""
+    return new UniqueViolation({ ...props, constraint: constraint.length > 0 ? constraint : "unknown" })
+  }
+  if (code.startsWith("23")) return new ConstraintError(props)
+  if (code.startsWith("42")) return new SqlSyntaxError(props)
+  if (code.startsWith("08")) return new ConnectionError(props)
+  if (code === "40P01") return new DeadlockError(props)
+  if (code === "40001") return new SerializationError(props)
+  return new UnknownError(props)
+}
+
+const sqlError = (cause: unknown, operation: string) => new SqlError({ reason: classify(cause, operation) })
+
+const makeConnection = (db: PGlite): SqlConnection.Connection => {
+  const run = (sql: string, params: ReadonlyArray<unknown>, rowMode: "object" | "array", operation: string) =>
+    Effect.tryPromise({
+      try: () => {
+        const { paramTypes, values } = encodeParams(params)
+        return db.query<object>(sql, values, { rowMode, paramTypes, serializers: passThrough })
+      },
+      catch: (cause) => sqlError(cause, operation)
+    })
+  const rows = (
+    sql: string,
+    params: ReadonlyArray<unknown>,
+    transformRows?: <A extends object>(rows: ReadonlyArray<A>) => ReadonlyArray<A>
+  ) =>
+    Effect.map(run(sql, params, "object", "execute"), (result) =>
+      transformRows ? transformRows(result.rows) : result.rows
+    )
+  const values = (sql: string, params: ReadonlyArray<unknown>) =>
+    Effect.map(
+      run(sql, params, "array", "executeValues"),
+      (result) => result.rows as ReadonlyArray<ReadonlyArray<unknown>>
+    )
+  return {
+    execute: rows,
+    executeUnprepared: rows,
+    executeRaw: (sql, params) => run(sql, params, "object", "executeRaw"),
+    executeValues: values,
+    executeValuesUnprepared: values,
+    // PGlite cannot stream: the rows are collected, then emitted.
+    executeStream: (sql, params, transformRows) =>
+      Stream.unwrap(Effect.map(rows(sql, params, transformRows), (all) => Stream.fromIterable(all)))
+  }
+}
+
+/** PostgreSQL reports `ROLLBACK` for a `COMMIT` of an aborted transaction. */
+const commit = (conn: SqlConnection.Connection): Effect.Effect<void, SqlError> =>
+  Effect.flatMap(conn.executeRaw("COMMIT", []), (result) =>
+    (result as Results).command === "ROLLBACK"
+      ? Effect.fail(sqlError(new Error("COMMIT rolled back an aborted transaction"), "commit"))
+      : Effect.void
+  )
+
+/** Opens PGlite in the scope (closed, and its data dir flushed, when the scope closes). */
+export const make = Effect.fnUntraced(function* (
+  config: PgliteClientConfig
+): Effect.fn.Return<PgliteClient, SqlError, Scope.Scope | Reactivity.Reactivity> {
+  const db = yield* Effect.acquireRelease(
+    Effect.tryPromise({
+      try: () => PGlite.create(config.dataDir, { parsers }),
+      catch: (cause) =>
+        new SqlError({
+          reason: new ConnectionError({
+            cause,
+            message: `Cannot open PGlite at ${config.dataDir}`,
+            operation: "connect"
+          })
+        })
+    }),
+    (db) => (db.closed ? Effect.void : Effect.promise(() => db.close()))
+  )
+  const connection = makeConnection(db)
+  const semaphore = Semaphore.makeUnsafe(1)
+  // A transaction or `reserve` holds the only permit until its scope closes; statements of the
+  // transaction run on its connection without the semaphore, so they never wait on themselves.
+  const lease = Effect.uninterruptibleMask((restore) => Effect.as(restore(semaphore.takeScoped(1)), connection))
+  const transformQueryNames = config.transformQueryNames ?? NameTransforms.queryNames
+  const transformResultNames = config.transformResultNames ?? NameTransforms.resultNames
+  const client = yield* SqlClient.make({
+    driver: "pglite",
+    acquirer: lease,
+    borrower: (f) => semaphore.withPermit(f(connection)),
+    transactionAcquirer: lease,
+    compiler: makeCompiler(transformQueryNames, false),
+    transformRows: Statement.defaultTransforms(transformResultNames, false).array,
+    commit,
+    releaseSavepoint: (name) => `RELEASE SAVEPOINT ${name}`,
+    spanAttributes: [
+      ...(config.spanAttributes ? Object.entries(config.spanAttributes) : []),
+      ["db.system.name", "postgresql"],
+      ["db.namespace", "pglite"]
+    ]
+  })
+  return Object.assign(client, { config, pglite: db })
+})
+
+/** Layer providing `PgliteClient` and `SqlClient` from plain options. */
+export const layer = (config: PgliteClientConfig): Layer.Layer<PgliteClient | SqlClient.SqlClient, SqlError> =>
+  Layer.effectContext(
+    Effect.map(make(config), (client) =>
+      Context.make(PgliteClient, client).pipe(Context.add(SqlClient.SqlClient, client))
+    )
+  ).pipe(Layer.provide(Reactivity.layer))
