@@ -65,6 +65,8 @@ const latestKnown = (loader: typeof Migrations.mainLoader) =>
 const checkSchema = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const metrics = yield* AppMetricsSql
+  yield* sql`SELECT 1`
+  yield* metrics`SELECT 1`
   if ((yield* latestApplied(sql, Migrations.mainTable)) < (yield* latestKnown(Migrations.mainLoader))) {
     return yield* new SchemaBehind({ database: "main" })
   }

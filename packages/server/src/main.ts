@@ -30,7 +30,20 @@ const withConfig = <A, E, R>(path: Option.Option<string>, f: (config: ResolvedCo
           )
         ),
       onSuccess: (config) =>
-        f(config).pipe(Effect.provideService(References.MinimumLogLevel, logLevels[config.log.level]), Effect.asVoid)
+        f(config).pipe(
+          Effect.provideService(References.MinimumLogLevel, logLevels[config.log.level]),
+          Effect.asVoid,
+          // A startup failure (schema behind, store unreachable, unusable key, port in use) is one line and exit 1.
+          Effect.catch((error) =>
+            Console.error(`svc: ${error instanceof Error ? error.message : String(error)}`).pipe(
+              Effect.andThen(
+                Effect.sync(() => {
+                  process.exitCode = 1
+                })
+              )
+            )
+          )
+        )
     })
   )
 

@@ -1,0 +1,152 @@
+/**
+ * The bench's outputs: the fixed-width table printed on stdout and the JSON document written to
+ * test/bench/results/latest.json (schema `version: 1`).
+ */
+import * as fs from "node:fs/promises"
+import * as os from "node:os"
+import * as path from "node:path"
+import type { ColdStartResult } from "./ColdStart.ts"
+import type { LoadResult } from "./Load.ts"
+
+export interface Ratios {
+  /** target req/s ÷ baseline req/s (below 1: fewer requests per second than the baseline). */
+  readonly rps: number
+  /** target p50 ÷ baseline p50 (above 1: slower than the baseline). */
+  readonly p50: number
+  /** target p99 ÷ baseline p99 (above 1: slower than the baseline). */
+  readonly p99: number
+}
+
+export interface LoadRow {
+  readonly group: string
+  readonly groupTitle: string
+  readonly target: string
+  readonly label: string
+  readonly path: string
+  readonly connections: number
+  readonly baseline: string
+  readonly result?: LoadResult
+  /** Why the row was not measured (target unavailable or failed). */
+  readonly skipped?: string
+  readonly ratios?: Ratios
+}
+
+export interface BenchReport {
+  readonly version: 1
+  readonly startedAt: string
+  readonly finishedAt: string
+  readonly machine: { readonly node: string; readonly platform: string; readonly cpus: number; readonly cpu: string }
+  readonly options: { readonly durationS: number; readonly warmupS: number }
+  readonly coldStart?: ColdStartResult
+  readonly coldStartError?: string
+  readonly load: ReadonlyArray<LoadRow>
+}
+
+export const machineInfo = (): BenchReport["machine"] => ({
+  node: process.version,
+  platform: `${process.platform} ${process.arch}`,
+  cpus: os.availableParallelism(),
+  cpu: os.cpus()[0]?.model ?? "unknown"
+})
+
+export const ratiosOf = (result: LoadResult, base: LoadResult): Ratios => ({
+  rps: base.rps === 0 ? 0 : result.rps / base.rps,
+  p50: base.p50Ms === 0 ? 0 : result.p50Ms / base.p50Ms,
+  p99: base.p99Ms === 0 ? 0 : result.p99Ms / base.p99Ms
+})
+
+interface Column {
+  readonly title: string
+  readonly width: number
+  readonly left?: boolean
+}
+
+const cell = (text: string, column: Column) =>
+  column.left === true ? text.padEnd(column.width) : text.padStart(column.width)
+
+const line = (columns: ReadonlyArray<Column>, cells: ReadonlyArray<string>) =>
+  columns
+    .map((column, i) => cell(cells[i] ?? "", column))
+    .join("  ")
+    .trimEnd()
+
+const ms = (value: number) => value.toFixed(value < 10 ? 3 : 1)
+const x = (value: number) => `${value.toFixed(2)}x`
+
+const loadColumns = (title: string): ReadonlyArray<Column> => [
+  { title, width: 22, left: true },
+  { title: "conns", width: 5 },
+  { title: "req/s", width: 9 },
+  { title: "p50 ms", width: 8 },
+  { title: "p99 ms", width: 8 },
+  { title: "errors", width: 6 },
+  { title: "req/s", width: 7 },
+  { title: "p50", width: 7 },
+  { title: "p99", width: 7 }
+]
+
+const loadCells = (row: LoadRow): ReadonlyArray<string> => {
+  const head = [row.label, String(row.connections)]
+  if (row.result === undefined) return [...head, `skipped: ${row.skipped ?? "not run"}`]
+  const r = row.result
+  const measured = [...head, r.rps.toFixed(0), ms(r.p50Ms), ms(r.p99Ms), String(r.errors)]
+  if (row.target === row.baseline) return [...measured, "", "baseline"]
+  if (row.ratios === undefined) return measured
+  return [...measured, x(row.ratios.rps), x(row.ratios.p50), x(row.ratios.p99)]
+}
+
+export const formatTable = (report: BenchReport): string => {
+  const m = report.machine
+  const out: Array<string> = [
+    `svc bench: node ${m.node}, ${m.platform}, ${m.cpus} cpu(s) (${m.cpu})`,
+    `load: ${report.options.durationS} s measured per row after ${report.options.warmupS} s warm-up, loopback, closed loop`,
+    ""
+  ]
+  const start: ReadonlyArray<Column> = [
+    { title: "start-up (embedded default)", width: 40, left: true },
+    { title: "ms", width: 9 }
+  ]
+  out.push(
+    line(
+      start,
+      start.map((c) => c.title)
+    )
+  )
+  if (report.coldStart === undefined) {
+    out.push(`  failed: ${report.coldStartError ?? "not run"}`)
+  } else {
+    const c = report.coldStart
+    out.push(line(start, ["  first start, fresh dir -> api /ping 200", c.firstStartMs.toFixed(0)]))
+    out.push(line(start, ["  graceful stop (SIGTERM -> exit)", c.stopMs.toFixed(0)]))
+    out.push(line(start, ["  warm restart, same dir -> api /ping 200", c.warmRestartMs.toFixed(0)]))
+  }
+  const groups = [...new Set(report.load.map((row) => row.group))]
+  for (const group of groups) {
+    const rows = report.load.filter((row) => row.group === group)
+    const first = rows[0]
+    if (first === undefined) continue
+    const baseLabel = rows.find((row) => row.target === first.baseline)?.label ?? first.baseline
+    const columns = loadColumns(first.groupTitle)
+    const ratioAt = columns.slice(0, 6).reduce((sum, c) => sum + c.width + 2, 0)
+    out.push("", `${"".padEnd(ratioAt)}ratio vs ${baseLabel}`)
+    out.push(
+      line(
+        columns,
+        columns.map((c) => c.title)
+      )
+    )
+    for (const row of rows)
+      out.push(
+        line(
+          columns,
+          loadCells(row).map((c, i) => (i === 0 ? `  ${c}` : c))
+        )
+      )
+  }
+  return `${out.join("\n")}\n`
+}
+
+export const writeJson = async (file: string, report: BenchReport): Promise<void> => {
+  await fs.mkdir(path.dirname(file), { recursive: true })
+  await fs.writeFile(file, `${JSON.stringify(report, null, 2)}\n`)
+}
