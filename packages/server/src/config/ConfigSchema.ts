@@ -111,12 +111,7 @@ export const ConfigFile = Schema.Struct({
   ),
   public: Schema.optionalKey(Schema.Struct({ ...Listener, base_url: Schema.optionalKey(NonEmpty) })),
   worker: Schema.optionalKey(Schema.Struct(Listener)),
-  http: Schema.optionalKey(
-    Schema.Struct({
-      max_body_bytes: Schema.optionalKey(PositiveInt),
-      request_timeout: Schema.optionalKey(DurationString)
-    })
-  ),
+  http: Schema.optionalKey(Schema.Struct({ max_body_bytes: Schema.optionalKey(PositiveInt) })),
   database: Schema.optionalKey(DatabaseConfig),
   counter_store: Schema.optionalKey(
     Schema.Struct({
