@@ -24,14 +24,37 @@ import { NonceStore } from "./services/NonceStore.ts"
 import { TokenVerifier, type TokenVerifierConfig } from "./services/TokenVerifier.ts"
 import { printBanner, writeAdminToken } from "./StartupBanner.ts"
 
-const readKey = (signingKey: SigningKey): Effect.Effect<TokenVerifierConfig> =>
-  Effect.promise(async (): Promise<TokenVerifierConfig> => {
-    if (signingKey.algorithm === "HS256") {
-      return { algorithm: "HS256", secret: new Uint8Array(await fs.readFile(signingKey.secretPath)) }
-    }
-    const file = "generated" in signingKey ? signingKey.generated.publicKeyPath : signingKey.publicKeyPath
-    return { algorithm: "RS256", publicKeyPem: await fs.readFile(file, "utf8") }
+/** A file the configuration names could not be read. */
+export class UnreadableFile extends Schema.TaggedError<UnreadableFile>()("UnreadableFile", {
+  purpose: Schema.String,
+  path: Schema.String,
+  reason: Schema.String
+}) {
+  override get message() {
+    return `cannot read the ${this.purpose} at ${this.path}: ${this.reason}`
+  }
+}
+
+const readFile = (purpose: string, file: string) =>
+  Effect.tryPromise({
+    try: () => fs.readFile(file),
+    catch: (e) =>
+      new UnreadableFile({ purpose, path: file, reason: e instanceof Error && "code" in e ? String(e.code) : "error" })
   })
+
+const readKey = (signingKey: SigningKey): Effect.Effect<TokenVerifierConfig, UnreadableFile> => {
+  if (signingKey.algorithm === "HS256") {
+    return Effect.map(readFile("JWT shared secret", signingKey.secretPath), (secret) => ({
+      algorithm: "HS256" as const,
+      secret: new Uint8Array(secret)
+    }))
+  }
+  const file = "generated" in signingKey ? signingKey.generated.publicKeyPath : signingKey.publicKeyPath
+  return Effect.map(readFile("JWT public key", file), (pem) => ({
+    algorithm: "RS256" as const,
+    publicKeyPem: pem.toString("utf8")
+  }))
+}
 
 const counterStoreLayer = (config: ResolvedConfig) =>
   config.counterStore.provider === "redis"
@@ -133,6 +156,12 @@ export const serve = Effect.fn("Serve.serve")(function* (
     }
   }
   const verifierConfig = yield* readKey(signingKey)
+  const adminTls = services.includes("admin-api")
+    ? {
+        cert: yield* readFile("admin-api TLS certificate", config.adminTls.certPath),
+        key: yield* readFile("admin-api TLS key", config.adminTls.keyPath)
+      }
+    : undefined
   const stores = Layer.mergeAll(Database.layer(config.database, config.appMetricsDatabase), counterStoreLayer(config))
   const repos = ActorRepo.layer
   const auth = Authenticator.layer.pipe(
@@ -144,7 +173,7 @@ export const serve = Effect.fn("Serve.serve")(function* (
   const applyMigrations = options.migrate || config.database.provider === "pglite"
   const cluster = services.includes("worker") ? ClusterRuntime.layerSingle() : Layer.empty
   const app = Layer.mergeAll(
-    Servers.layer(config, services).pipe(Layer.provide([auth, healthLayer(config)])),
+    Servers.layer(config, services, adminTls).pipe(Layer.provide([auth, healthLayer(config)])),
     cluster
   ).pipe(
     Layer.provide(startup(config, applyMigrations)),

@@ -3,7 +3,7 @@
  * and `process.argv` and assembles the whole graph.
  */
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
-import { Cause, Console, Effect, Exit, Option, References, Runtime } from "effect"
+import { Cause, Console, Effect, Exit, Layer, Logger, Option, References, Runtime } from "effect"
 import { Command, Flag } from "effect/cli"
 import { allServiceIds, type ServiceId } from "@svc/domain/Auth"
 import { type ConfigError, loadConfig } from "./config/ConfigLoader.ts"
@@ -12,9 +12,27 @@ import { runMigrations, serve } from "./Serve.ts"
 import { version } from "./Version.ts"
 
 const configFlag = Flag.String("config").pipe(
-  Flag.withDescription("Configuration file (default: ./svc.yaml when present, else the embedded default)"),
+  Flag.withDescription(
+    "Configuration file (default: $SVC_CONFIG, else ./svc.yaml when present, else the embedded default)"
+  ),
   Flag.optional
 )
+
+/** One line for a startup failure: its message, else its cause's, else its tag. */
+const describe = (error: unknown): string => {
+  if (!(error instanceof Error)) return String(error)
+  if (error.message !== "") return error.message
+  const cause = error.cause
+  const tag = "_tag" in error ? String(error._tag) : error.name
+  return cause instanceof Error && cause.message !== "" ? `${tag}: ${cause.message}` : tag
+}
+
+/** Logs go to stderr (spec 8.3), as text or one JSON object per line; stdout is for the banner. */
+const loggerLayer = (format: "text" | "json") =>
+  Layer.mergeAll(
+    Logger.layer([format === "json" ? Logger.withConsoleError(Logger.formatJson) : Logger.defaultLogger]),
+    Layer.succeed(Logger.LogToStderr, true)
+  )
 
 const logLevels = { trace: "Trace", debug: "Debug", info: "Info", warn: "Warn", error: "Error" } as const
 
@@ -32,10 +50,11 @@ const withConfig = <A, E, R>(path: Option.Option<string>, f: (config: ResolvedCo
       onSuccess: (config) =>
         f(config).pipe(
           Effect.provideService(References.MinimumLogLevel, logLevels[config.log.level]),
+          Effect.provide(loggerLayer(config.log.format)),
           Effect.asVoid,
           // A startup failure (schema behind, store unreachable, unusable key, port in use) is one line and exit 1.
           Effect.catch((error) =>
-            Console.error(`svc: ${error instanceof Error ? error.message : String(error)}`).pipe(
+            Console.error(`svc: ${describe(error)}`).pipe(
               Effect.andThen(
                 Effect.sync(() => {
                   process.exitCode = 1

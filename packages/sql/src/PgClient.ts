@@ -16,6 +16,8 @@ export interface PgClientOptions {
   readonly poolSize?: number | undefined
   readonly minConnections?: number | undefined
   readonly applicationName?: string | undefined
+  /** Require TLS to the server (certificates verified by Node's defaults). */
+  readonly ssl?: boolean | undefined
   readonly transformQueryNames?: ((name: string) => string) | undefined
   readonly transformResultNames?: ((name: string) => string) | undefined
 }
@@ -25,6 +27,7 @@ const config = (options: PgClientOptions): SqlPg.PgPoolConfig => ({
   maxConnections: options.poolSize ?? 10,
   minConnections: options.minConnections,
   applicationName: options.applicationName ?? "svc",
+  ssl: options.ssl,
   transformQueryNames: options.transformQueryNames ?? NameTransforms.queryNames,
   transformResultNames: options.transformResultNames ?? NameTransforms.resultNames,
   transformJson: false

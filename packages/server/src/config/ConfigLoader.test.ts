@@ -126,6 +126,18 @@ describe("ConfigLoader", () => {
             "database.max_connections"
           ],
           ["api: [1, 2", "YAML syntax error"],
+          [
+            "database: { provider: postgres, addresses: ['a:5432', 'b:5432'], database: svc }",
+            "database.addresses: exactly one host:port"
+          ],
+          [
+            "system_auth: { actors: [{ external_id: x, namespace: Root.Bad, permissions: [] }] }",
+            "system_auth.actors[0].namespace"
+          ],
+          [
+            "system_auth: { actors: [{ external_id: x, permissions: [{ namespace: 'root.*', resources: ['*'], verbs: ['*'] }] }] }",
+            "system_auth.actors[0].permissions[0].namespace"
+          ],
           ["- just\n- a list", "(root): expected a mapping"]
         ]
         for (const [text, expected] of cases) {

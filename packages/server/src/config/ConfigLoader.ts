@@ -1,5 +1,5 @@
 /**
- * Loads the configuration: `--config <path>`, else `./svc.yaml` when present, else the embedded
+ * Loads the configuration: `--config <path>`, else `$SVC_CONFIG`, else `./svc.yaml` when present, else the embedded
  * default; then `SVC__<key>__<key>=value` environment overrides; then Schema decoding with errors
  * that name the key. Never echoes configured values (they may be secrets).
  */
@@ -123,6 +123,9 @@ const resolveDatabase = (
   const maxConnections = db.max_connections ?? 10
   const ssl = db.ssl ?? false
   if (db.url !== undefined) return { provider: "postgres", url: db.url, maxConnections, ssl }
+  if (db.addresses !== undefined && db.addresses.length > 1) {
+    problems.push(`${at}.addresses: exactly one host:port is supported; use \`url\` for anything else`)
+  }
   if (db.addresses === undefined || db.addresses.length === 0 || db.database === undefined) {
     problems.push(`${at}: provider postgres needs \`url\`, or \`addresses\` and \`database\``)
     return { provider: "postgres", url: "", maxConnections, ssl }

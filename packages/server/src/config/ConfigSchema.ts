@@ -5,6 +5,7 @@
  */
 import { Schema } from "effect"
 import { Permission } from "@svc/domain/Auth"
+import { NamespacePath, NamespacePattern } from "@svc/domain/PermissionMatcher"
 
 const Port = Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 65535 }))
 const NonEmpty = Schema.String.check(Schema.isNonEmpty())
@@ -84,11 +85,11 @@ export const TelemetryConfig = Schema.Struct({
 /** An actor declared in configuration and synced into the actors table at start (spec 5.6). */
 export const ConfiguredActor = Schema.Struct({
   external_id: NonEmpty,
-  namespace: Schema.optionalKey(NonEmpty),
+  namespace: Schema.optionalKey(NamespacePath),
   name: Schema.optionalKey(NonEmpty),
   labels: Schema.optionalKey(Schema.Record(Schema.String, Schema.String)),
   annotations: Schema.optionalKey(Schema.Record(Schema.String, Schema.String)),
-  permissions: Schema.Array(Permission)
+  permissions: Schema.Array(Schema.Struct({ ...Permission.fields, namespace: NamespacePattern }))
 })
 export type ConfiguredActor = typeof ConfiguredActor.Type
 

@@ -9,7 +9,6 @@ import { HttpIncomingMessage, HttpRouter, type HttpServerRequest } from "effect/
 import { HttpApiBuilder } from "effect/http-api"
 import type { ServiceId } from "@svc/domain/Auth"
 import { AdminApiV1, ApiV1, PublicApi, WorkerApi } from "@svc/domain/http/Apis"
-import * as fs from "node:fs"
 import * as http from "node:http"
 import * as https from "node:https"
 import type { ResolvedConfig } from "../config/SvcConfig.ts"
@@ -74,24 +73,22 @@ const routes = (service: ServiceId) => {
   }
 }
 
-const nodeServer = (config: ResolvedConfig, service: ServiceId) => {
+/** The admin-api certificate and key (PEM), read at startup. */
+export interface TlsMaterial {
+  readonly cert: Buffer
+  readonly key: Buffer
+}
+
+const nodeServer = (config: ResolvedConfig, service: ServiceId, tls: TlsMaterial | undefined) => {
   const { host, port } = config.listeners[service]
   if (service === "admin-api") {
-    return NodeHttpServer.layer(
-      () =>
-        https.createServer({
-          ...serverOptions,
-          cert: fs.readFileSync(config.adminTls.certPath),
-          key: fs.readFileSync(config.adminTls.keyPath)
-        }),
-      { host, port }
-    )
+    return NodeHttpServer.layer(() => https.createServer({ ...serverOptions, ...tls }), { host, port })
   }
   return NodeHttpServer.layer(() => http.createServer(serverOptions), { host, port })
 }
 
 /** One service's HTTP server, listening until the layer is released. */
-export const serverLayer = (config: ResolvedConfig, service: ServiceId) =>
+export const serverLayer = (config: ResolvedConfig, service: ServiceId, tls: TlsMaterial | undefined) =>
   HttpRouter.serve(
     Layer.mergeAll(
       routes(service),
@@ -101,11 +98,11 @@ export const serverLayer = (config: ResolvedConfig, service: ServiceId) =>
     ),
     { disableLogger: true, disableListenLog: true }
   ).pipe(
-    Layer.provide(nodeServer(config, service)),
+    Layer.provide(nodeServer(config, service, tls)),
     Layer.provide(Layer.succeed(CurrentService, service)),
     Layer.provide(Layer.succeed(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(config.http.maxBodyBytes)))
   )
 
 /** Every selected service's server; requires the shared Authenticator and Health. */
-export const layer = (config: ResolvedConfig, services: ReadonlyArray<ServiceId>) =>
-  services.map((service) => serverLayer(config, service)).reduce((all, one) => Layer.merge(all, one), Layer.empty)
+export const layer = (config: ResolvedConfig, services: ReadonlyArray<ServiceId>, tls: TlsMaterial | undefined) =>
+  services.map((service) => serverLayer(config, service, tls)).reduce((all, one) => Layer.merge(all, one), Layer.empty)

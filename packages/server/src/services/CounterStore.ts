@@ -5,7 +5,11 @@ import { Redis } from "ioredis"
 export class StoreUnavailable extends Schema.TaggedError<StoreUnavailable>()("StoreUnavailable", {
   operation: Schema.String,
   cause: Schema.Defect()
-}) {}
+}) {
+  override get message(): string {
+    return `the counter store is unavailable (${this.operation})`
+  }
+}
 
 /** Options of {@link CounterStore.layerRedis}. */
 export interface RedisCounterStoreOptions {

@@ -16,7 +16,7 @@ export class AppMetricsSql extends Context.Service<AppMetricsSql, SqlClient.SqlC
 export const clientLayer = (db: ResolvedDatabase): Layer.Layer<SqlClient.SqlClient, SqlError> =>
   db.provider === "pglite"
     ? PgliteClient.layer({ dataDir: db.path })
-    : PgClient.layer({ url: db.url, poolSize: db.maxConnections })
+    : PgClient.layer({ url: db.url, poolSize: db.maxConnections, ssl: db.ssl })
 
 /** Main `SqlClient` plus `AppMetricsSql` (sharing the main client when configured as `main`). */
 export const layer = (
