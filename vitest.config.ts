@@ -6,6 +6,7 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     fileParallelism: true,
-    maxWorkers: 2
+    maxWorkers: 2,
+    reporters: ["default", "./test/support/SummaryReporter.ts"]
   }
 })
