@@ -286,17 +286,20 @@ const intersect = (left: ResourceScope, right: ResourceScope): ResourceScope => 
   return ids.size === 0 ? none : { _tag: "Ids", ids }
 }
 
-/**
- * The ids of `resource` in `namespace` the caller may `verb`: `All`, a set of `Ids`, or `None`.
- * Agrees with {@link isAllowed}: an id is in scope iff `isAllowed` with that `resourceId` holds.
- */
-export const resourceScope = (input: {
+/** Who asks, and for which `resource`:`verb` in which `namespace`. */
+export interface ScopeQuery {
   readonly actor: PermissionActor
   readonly restrictions?: ReadonlyArray<Permission> | undefined
   readonly namespace: string
   readonly resource: string
   readonly verb: string
-}): ResourceScope => {
+}
+
+/**
+ * The ids of `resource` in `namespace` the caller may `verb`: `All`, a set of `Ids`, or `None`.
+ * Agrees with {@link isAllowed}: an id is in scope iff `isAllowed` with that `resourceId` holds.
+ */
+export const resourceScope = (input: ScopeQuery): ResourceScope => {
   const { actor, namespace, resource, verb } = input
   const granted = scopeOf(actor.permissions, actor, namespace, resource, verb)
   if (granted._tag === "None" || input.restrictions === undefined) return granted
@@ -304,13 +307,7 @@ export const resourceScope = (input: {
 }
 
 /** True when the caller may `verb` at least one `resource` in `namespace` (list visibility). */
-export const canSeeNamespace = (input: {
-  readonly actor: PermissionActor
-  readonly restrictions?: ReadonlyArray<Permission> | undefined
-  readonly namespace: string
-  readonly resource: string
-  readonly verb: string
-}): boolean => resourceScope(input)._tag !== "None"
+export const canSeeNamespace = (input: ScopeQuery): boolean => resourceScope(input)._tag !== "None"
 
 type Rendered = NonNullable<ReturnType<typeof renderNamespacePattern>>
 

@@ -8,8 +8,8 @@ import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
 import type { Permission, ServiceId } from "../Auth.ts"
 import { Forbidden, ServiceUnavailable, Unauthorized } from "../Errors.ts"
 
-/** The authenticated caller of a request: the actor row plus what its token restricts. */
-export interface AuthenticatedActor {
+/** The fields of an actor that authentication and authorization read. */
+export interface ActorIdentity {
   readonly id: string
   readonly externalId: string
   readonly namespace: string
@@ -17,6 +17,10 @@ export interface AuthenticatedActor {
   readonly labels: Readonly<Record<string, string>>
   readonly annotations: Readonly<Record<string, string>>
   readonly permissions: ReadonlyArray<Permission>
+}
+
+/** The authenticated caller of a request: the actor plus what its token restricts. */
+export interface AuthenticatedActor extends ActorIdentity {
   /** Token restrictions (spec 5.5); absent means the actor's own permissions apply unchanged. */
   readonly restrictions: ReadonlyArray<Permission> | undefined
   /** The service the request arrived on. */

@@ -4,20 +4,10 @@
  */
 import { Cache, Duration, Effect, Exit, Layer, Context, Option } from "effect"
 import { ServiceUnavailable } from "@svc/domain/Errors"
+import type { ActorIdentity } from "@svc/domain/http/Security"
 import { ActorRepo, type ActorRow } from "@svc/sql/ActorRepo"
 
-/** The fields of an actor that authentication and authorization read. */
-export interface ActorRecord {
-  readonly id: string
-  readonly externalId: string
-  readonly namespace: string
-  readonly name: string
-  readonly labels: Readonly<Record<string, string>>
-  readonly annotations: Readonly<Record<string, string>>
-  readonly permissions: ActorRow["permissions"]
-}
-
-const toRecord = (row: ActorRow): ActorRecord => ({
+const toRecord = (row: ActorRow): ActorIdentity => ({
   id: row.id,
   externalId: row.externalId,
   namespace: row.namespace,
@@ -32,7 +22,7 @@ const unavailable = new ServiceUnavailable({ error: "the database is unavailable
 export class ActorDirectory extends Context.Service<
   ActorDirectory,
   {
-    findByExternalId(externalId: string): Effect.Effect<Option.Option<ActorRecord>, ServiceUnavailable>
+    findByExternalId(externalId: string): Effect.Effect<Option.Option<ActorIdentity>, ServiceUnavailable>
     invalidate(externalId: string): Effect.Effect<void>
   }
 >()("svc/server/ActorDirectory") {

@@ -57,15 +57,8 @@ export class Authenticator extends Context.Service<
         if (Option.isNone(found)) {
           return yield* new Unauthorized({ error: "the token names an unknown actor", code: "unknown_actor" })
         }
-        const actor = found.value
         const authenticated: AuthenticatedActor = {
-          id: actor.id,
-          externalId: actor.externalId,
-          namespace: actor.namespace,
-          name: actor.name,
-          labels: actor.labels,
-          annotations: actor.annotations,
-          permissions: actor.permissions,
+          ...found.value,
           restrictions: claims.permissions,
           service,
           expiresAt: claims.exp
