@@ -106,12 +106,18 @@ const formatter = SchemaIssue.makeFormatterStandardSchemaV1({
       case "OneOf":
         return "Matches more than one allowed shape"
       case "InvalidValue":
-        return "Invalid value"
+        return typeof issue.annotations?.message === "string" ? issue.annotations.message : "Invalid value"
     }
   },
   checkHook: (issue) => {
-    const message = issue.filter.annotations?.message ?? issue.filter.annotations?.description
-    return typeof message === "string" ? message : "Invalid value"
+    const annotations = issue.filter.annotations
+    const message = annotations?.message ?? annotations?.description
+    if (typeof message === "string") return message
+    // A filter that reported nested problems: let each keep its own path and message.
+    if (issue.issue._tag !== "InvalidValue") return undefined
+    const own = issue.issue.annotations?.message
+    if (typeof own === "string") return own
+    return typeof annotations?.expected === "string" ? `Expected ${annotations.expected}` : "Invalid value"
   }
 })
 

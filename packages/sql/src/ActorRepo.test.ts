@@ -37,7 +37,7 @@ for (const [backend, db] of TestDatabase.backends) {
         assert.deepStrictEqual(adminRow?.labels, { team_name: "ops" })
         assert.deepStrictEqual(adminRow?.permissions, admin.permissions)
         assert.deepStrictEqual(readerRow?.permissions, reader.permissions)
-        assert.strictEqual(readerRow?.name, null)
+        assert.strictEqual(readerRow?.name, readerRow?.id)
         assert.deepStrictEqual(readerRow?.annotations, {})
 
         yield* TestClock.adjust("1 minute")

@@ -21,7 +21,7 @@ export const ActorRow = Schema.Struct({
   id: ActorId,
   externalId: Schema.String,
   namespace: Schema.String,
-  name: Schema.NullOr(Schema.String),
+  name: Schema.String,
   labels: StringMap,
   annotations: StringMap,
   permissions: Schema.Array(Permission),
@@ -85,13 +85,19 @@ export class ActorRepo extends Context.Service<
         execute: (id) => sql`SELECT * FROM actors WHERE deleted_at IS NULL AND id = ${id}`
       })
 
-      const upsert = (actor: ConfiguredActor, now: Date) =>
+      // Configuration owns the user labels; system labels (spec 2.3) are kept and refreshed later.
+      const userLabels = sql`(SELECT COALESCE(jsonb_object_agg(key, value), '{}'::jsonb)
+        FROM jsonb_each(actors.labels) WHERE key NOT LIKE 'svc/%')`
+      const systemLabels = sql`(SELECT COALESCE(jsonb_object_agg(key, value), '{}'::jsonb)
+        FROM jsonb_each(actors.labels) WHERE key LIKE 'svc/%')`
+
+      const upsert = (actor: ConfiguredActor, now: Date, id = makeId("act")) =>
         sql`
           INSERT INTO actors ${sql.insert({
-            id: makeId("act"),
+            id,
             externalId: actor.externalId,
             namespace: actor.namespace,
-            name: actor.name ?? null,
+            name: actor.name ?? id,
             labels: PgTypes.jsonb(actor.labels ?? {}),
             annotations: PgTypes.jsonb(actor.annotations ?? {}),
             permissions: PgTypes.jsonb(actor.permissions),
@@ -101,15 +107,15 @@ export class ActorRepo extends Context.Service<
           })}
           ON CONFLICT (external_id) WHERE deleted_at IS NULL DO UPDATE SET
             namespace = EXCLUDED.namespace,
-            name = EXCLUDED.name,
-            labels = EXCLUDED.labels,
+            name = ${actor.name === undefined ? sql`actors.name` : sql`EXCLUDED.name`},
+            labels = EXCLUDED.labels || ${systemLabels},
             annotations = EXCLUDED.annotations,
             permissions = EXCLUDED.permissions,
             source = EXCLUDED.source,
             updated_at = EXCLUDED.updated_at
-          WHERE (actors.namespace, actors.name, actors.labels, actors.annotations, actors.permissions, actors.source)
+          WHERE (actors.namespace, actors.name, ${userLabels}, actors.annotations, actors.permissions, actors.source)
             IS DISTINCT FROM
-            (EXCLUDED.namespace, EXCLUDED.name, EXCLUDED.labels, EXCLUDED.annotations, EXCLUDED.permissions, EXCLUDED.source)`
+            (EXCLUDED.namespace, ${actor.name === undefined ? sql`actors.name` : sql`EXCLUDED.name`}, EXCLUDED.labels, EXCLUDED.annotations, EXCLUDED.permissions, EXCLUDED.source)`
 
       const retireUnconfigured = (externalIds: ReadonlyArray<string>, now: Date) =>
         externalIds.length === 0

@@ -32,14 +32,20 @@ for (const [backend, db] of TestDatabase.backends) {
     it.effect("main and app-metrics migrations apply once each in one shared database", () =>
       Effect.gen(function* () {
         const sql = yield* SqlClient.SqlClient
-        assert.deepStrictEqual(yield* Migrations.migrateMain, [[1, "initial"]])
+        assert.deepStrictEqual(yield* Migrations.migrateMain, [
+          [1, "initial"],
+          [2, "resources"]
+        ])
         assert.deepStrictEqual(yield* Migrations.migrateAppMetrics, [[1, "request_events"]])
         assert.deepStrictEqual(yield* Migrations.migrateMain, [])
         assert.deepStrictEqual(yield* Migrations.migrateAppMetrics, [])
 
         const history = (table: string) =>
           sql`SELECT migration_id, name FROM ${sql(table)} ORDER BY migration_id`.withoutTransform
-        assert.deepStrictEqual(yield* history("schema_migrations"), [{ migration_id: 1, name: "initial" }])
+        assert.deepStrictEqual(yield* history("schema_migrations"), [
+          { migration_id: 1, name: "initial" },
+          { migration_id: 2, name: "resources" }
+        ])
         assert.deepStrictEqual(yield* history("app_metrics_schema_migrations"), [
           { migration_id: 1, name: "request_events" }
         ])
@@ -48,16 +54,36 @@ for (const [backend, db] of TestDatabase.backends) {
           SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name`
         assert.deepStrictEqual(
           tables.map((t) => t.tableName),
-          ["actors", "app_metrics_schema_migrations", "namespaces", "request_events", "schema_migrations"]
+          [
+            "actors",
+            "app_metrics_schema_migrations",
+            "connections",
+            "connector_versions",
+            "connectors",
+            "keys",
+            "label_propagations",
+            "maintenance_runs",
+            "namespaces",
+            "rate_limits",
+            "request_events",
+            "schema_migrations"
+          ]
         )
       })
     )
 
-    it.effect("creates the root namespace, the actor indexes and the request-event columns and indexes", () =>
+    it.effect("creates the root namespace, the resource indexes and the request-event columns and indexes", () =>
       Effect.gen(function* () {
         const sql = yield* SqlClient.SqlClient
         const namespaces = yield* sql`SELECT path, name, labels, deleted_at FROM namespaces`
-        assert.deepStrictEqual(namespaces, [{ path: "root", name: "root", labels: {}, deletedAt: null }])
+        assert.deepStrictEqual(namespaces, [
+          {
+            path: "root",
+            name: "root",
+            labels: { "svc/ns/-/id": "root", "svc/ns/-/name": "root", "svc/ns/-/ns": "root" },
+            deletedAt: null
+          }
+        ])
 
         const columns = yield* sql<{ columnName: string }>`
           SELECT column_name FROM information_schema.columns WHERE table_name = 'request_events' ORDER BY ordinal_position`
@@ -73,8 +99,24 @@ for (const [backend, db] of TestDatabase.backends) {
           [
             "actors_external_id_live",
             "actors_labels_gin",
+            "actors_namespace",
             "actors_namespace_name_live",
+            "connections_connector",
+            "connections_created",
+            "connections_labels_gin",
+            "connections_namespace",
+            "connections_namespace_name_live",
+            "connector_versions_one_primary",
+            "connectors_labels_gin",
+            "connectors_namespace",
+            "connectors_namespace_name_live",
+            "keys_labels_gin",
+            "keys_namespace_name_live",
             "namespaces_labels_gin",
+            "namespaces_path_live",
+            "namespaces_path_pattern",
+            "rate_limits_labels_gin",
+            "rate_limits_namespace_name_live",
             "request_events_connection_timestamp_idx",
             "request_events_labels_gin",
             "request_events_timestamp_idx"

@@ -99,7 +99,7 @@ describe("ErrorHandling", () => {
       const res = yield* call("/things?limit=many")
       assert.strictEqual(res.status, 400)
       assert.deepStrictEqual((res.body as { details: unknown }).details, [
-        { field: "query.limit", message: "Invalid value" }
+        { field: "query.limit", message: "Expected an integer" }
       ])
     })
   )

@@ -1,0 +1,76 @@
+/** Row schemas of the resource tables (camelCase through the client's name transforms). */
+import { Permission } from "@svc/domain/Auth"
+import { Schema } from "effect"
+
+const StringMap = Schema.Record(Schema.String, Schema.String)
+
+/** Columns every resource table has. */
+export const envelopeRowFields = {
+  namespace: Schema.String,
+  name: Schema.String,
+  labels: StringMap,
+  annotations: StringMap,
+  createdAt: Schema.DateTimeUtcFromDate,
+  updatedAt: Schema.DateTimeUtcFromDate
+}
+
+/** A row of `namespaces`. */
+export const NamespaceRow = Schema.Struct({ path: Schema.String, ...envelopeRowFields })
+export type NamespaceRow = typeof NamespaceRow.Type
+
+/** A row of `actors` as the resource API reads it. */
+export const ActorResourceRow = Schema.Struct({
+  id: Schema.String,
+  ...envelopeRowFields,
+  externalId: Schema.String,
+  permissions: Schema.Array(Permission),
+  source: Schema.Literals(["config", "api"])
+})
+export type ActorResourceRow = typeof ActorResourceRow.Type
+
+/** A row of `connectors`: `state`, `version` and `type` describe the current version. */
+export const ConnectorRow = Schema.Struct({
+  id: Schema.String,
+  ...envelopeRowFields,
+  state: Schema.Literals(["draft", "primary", "active", "archived"]),
+  version: Schema.Number,
+  type: Schema.String
+})
+export type ConnectorRow = typeof ConnectorRow.Type
+
+/** A row of `connector_versions`; the definition is decoded by the caller. */
+export const ConnectorVersionRow = Schema.Struct({
+  connectorId: Schema.String,
+  version: Schema.Number,
+  state: Schema.Literals(["draft", "primary", "active", "archived"]),
+  definition: Schema.Unknown,
+  createdAt: Schema.DateTimeUtcFromDate,
+  updatedAt: Schema.DateTimeUtcFromDate
+})
+export type ConnectorVersionRow = typeof ConnectorVersionRow.Type
+
+/** A row of `connections`. */
+export const ConnectionRow = Schema.Struct({
+  id: Schema.String,
+  ...envelopeRowFields,
+  connectorId: Schema.String,
+  connectorVersion: Schema.Number,
+  state: Schema.Literals(["setup", "configured", "disabled", "disconnecting", "disconnected"]),
+  healthState: Schema.Literals(["healthy", "unhealthy"]),
+  setupStepId: Schema.NullOr(Schema.String),
+  configuration: Schema.Record(Schema.String, Schema.Unknown)
+})
+export type ConnectionRow = typeof ConnectionRow.Type
+
+/** A row of `keys`. */
+export const KeyRow = Schema.Struct({ id: Schema.String, ...envelopeRowFields })
+export type KeyRow = typeof KeyRow.Type
+
+/** A row of `rate_limits`; the definition is decoded by the caller. */
+export const RateLimitRow = Schema.Struct({
+  id: Schema.String,
+  ...envelopeRowFields,
+  definition: Schema.Unknown,
+  mode: Schema.Literals(["enforce", "observe"])
+})
+export type RateLimitRow = typeof RateLimitRow.Type
