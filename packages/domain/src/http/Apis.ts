@@ -3,7 +3,22 @@
  * the committed Swagger 2.0 documents (`npm run swagger`).
  */
 import { HttpApi, OpenApi } from "effect/http-api"
+import { ActorsApi } from "./ActorsApi.ts"
 import { AuthApi } from "./AuthApi.ts"
+import { ConnectionsApi } from "./ConnectionsApi.ts"
+import { ConnectorsApi } from "./ConnectorsApi.ts"
+import { KeysApi } from "./KeysApi.ts"
+import {
+  ActorsMetadataApi,
+  ConnectionsMetadataApi,
+  ConnectorsMetadataApi,
+  KeysMetadataApi,
+  NamespacesMetadataApi,
+  RateLimitsMetadataApi
+} from "./MetadataApi.ts"
+import { NamespacesApi } from "./NamespacesApi.ts"
+import { RateLimitsApi } from "./RateLimitsApi.ts"
+import { SearchApi } from "./SearchApi.ts"
 import { SystemApi } from "./SystemApi.ts"
 
 /**
@@ -17,6 +32,15 @@ const allErrors = { errors: "all" } as const
 export class ApiV1 extends HttpApi.make("api")
   .add(SystemApi)
   .add(AuthApi)
+  .add(NamespacesApi, ActorsApi, ConnectorsApi, ConnectionsApi, KeysApi, RateLimitsApi)
+  .add(
+    NamespacesMetadataApi,
+    ActorsMetadataApi,
+    ConnectorsMetadataApi,
+    ConnectionsMetadataApi,
+    KeysMetadataApi,
+    RateLimitsMetadataApi
+  )
   .annotate(OpenApi.Title, "svc application API")
   .annotate(OpenApi.Version, "v1")
   .annotate(HttpApi.PayloadParseOptions, strictPayload)
@@ -27,6 +51,16 @@ export class ApiV1 extends HttpApi.make("api")
 export class AdminApiV1 extends HttpApi.make("admin-api")
   .add(SystemApi)
   .add(AuthApi)
+  .add(NamespacesApi, ActorsApi, ConnectorsApi, ConnectionsApi, KeysApi, RateLimitsApi)
+  .add(
+    NamespacesMetadataApi,
+    ActorsMetadataApi,
+    ConnectorsMetadataApi,
+    ConnectionsMetadataApi,
+    KeysMetadataApi,
+    RateLimitsMetadataApi
+  )
+  .add(SearchApi)
   .annotate(OpenApi.Title, "svc admin API")
   .annotate(OpenApi.Version, "v1")
   .annotate(HttpApi.PayloadParseOptions, strictPayload)

@@ -1,0 +1,46 @@
+/** Connection endpoints (spec 2.7, 4.1, API-CONVENTIONS "Resources"). */
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { Connection, ConnectionState, CreateConnection, UpdateConnection } from "../Connection.ts"
+import { Page } from "../Resource.ts"
+import { listQuery, permission, resourceErrors } from "./Endpoints.ts"
+import { Authentication, RequiredPermission } from "./Security.ts"
+
+const params = { id: Schema.String }
+
+export class ConnectionsApi extends HttpApiGroup.make("connections")
+  .add(
+    HttpApiEndpoint.post("create", "/api/v1/connections", {
+      payload: CreateConnection,
+      success: Connection.pipe(HttpApiSchema.status(201)),
+      error: resourceErrors
+    })
+      .annotate(RequiredPermission, permission("connections", "create"))
+      .annotate(
+        OpenApi.Description,
+        "Creates a connection server-side on the connector's primary version, in the connector's namespace or a descendant."
+      ),
+    HttpApiEndpoint.get("list", "/api/v1/connections", {
+      query: { ...listQuery, state: Schema.optionalKey(ConnectionState), connectorId: Schema.optionalKey(Schema.String) },
+      success: Page(Connection),
+      error: resourceErrors
+    })
+      .annotate(RequiredPermission, permission("connections", "list"))
+      .annotate(OpenApi.Description, "Lists connections the caller may see (spec 4.1)."),
+    HttpApiEndpoint.get("get", "/api/v1/connections/:id", { params, success: Connection, error: resourceErrors })
+      .annotate(RequiredPermission, permission("connections", "get"))
+      .annotate(OpenApi.Description, "One connection."),
+    HttpApiEndpoint.patch("update", "/api/v1/connections/:id", {
+      params,
+      payload: UpdateConnection,
+      success: Connection,
+      error: resourceErrors
+    })
+      .annotate(RequiredPermission, permission("connections", "update"))
+      .annotate(
+        OpenApi.Description,
+        "Renames a connection and/or replaces its user labels (system labels survive) or annotations."
+      )
+  )
+  .middleware(Authentication)
+  .annotate(OpenApi.Title, "Connections") {}

@@ -1,0 +1,89 @@
+/** Connector and connector-version endpoints (spec 4.1, 3.2, API-CONVENTIONS "Resources"). */
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import {
+  Connector,
+  ConnectorVersion,
+  CreateConnector,
+  CreateConnectorVersion,
+  SetVersionState,
+  UpdateConnector,
+  VersionState
+} from "../Connector.ts"
+import { Page } from "../Resource.ts"
+import { listQuery, permission, resourceErrors } from "./Endpoints.ts"
+import { Authentication, RequiredPermission } from "./Security.ts"
+
+const params = { id: Schema.String }
+const versionParams = { id: Schema.String, version: Schema.NumberFromString.check(Schema.isInt()) }
+
+export class ConnectorsApi extends HttpApiGroup.make("connectors")
+  .add(
+    HttpApiEndpoint.post("create", "/api/v1/connectors", {
+      payload: CreateConnector,
+      success: Connector.pipe(HttpApiSchema.status(201)),
+      error: resourceErrors
+    })
+      .annotate(RequiredPermission, permission("connectors", "create"))
+      .annotate(OpenApi.Description, "Creates a connector with version 1 in state draft."),
+    HttpApiEndpoint.get("list", "/api/v1/connectors", {
+      query: {
+        ...listQuery,
+        state: Schema.optionalKey(VersionState),
+        type: Schema.optionalKey(Schema.String)
+      },
+      success: Page(Connector),
+      error: resourceErrors
+    })
+      .annotate(RequiredPermission, permission("connectors", "list"))
+      .annotate(
+        OpenApi.Description,
+        "Lists connectors (spec 4.1): state and type are those of each connector's current version."
+      ),
+    HttpApiEndpoint.get("get", "/api/v1/connectors/:id", { params, success: Connector, error: resourceErrors })
+      .annotate(RequiredPermission, permission("connectors", "get"))
+      .annotate(OpenApi.Description, "One connector."),
+    HttpApiEndpoint.patch("update", "/api/v1/connectors/:id", {
+      params,
+      payload: UpdateConnector,
+      success: Connector,
+      error: resourceErrors
+    })
+      .annotate(RequiredPermission, permission("connectors", "update"))
+      .annotate(OpenApi.Description, "Renames a connector (the only rename route) or replaces its labels/annotations."),
+    HttpApiEndpoint.post("createVersion", "/api/v1/connectors/:id/versions", {
+      params,
+      payload: CreateConnectorVersion,
+      success: ConnectorVersion.pipe(HttpApiSchema.status(201)),
+      error: resourceErrors
+    })
+      .annotate(RequiredPermission, permission("connectors", "update"))
+      .annotate(OpenApi.Description, "Adds the next version of a connector in state draft."),
+    HttpApiEndpoint.get("listVersions", "/api/v1/connectors/:id/versions", {
+      params,
+      success: Schema.Struct({ items: Schema.Array(ConnectorVersion) }),
+      error: resourceErrors
+    })
+      .annotate(RequiredPermission, permission("connectors", "get"))
+      .annotate(OpenApi.Description, "Every version of a connector, newest first."),
+    HttpApiEndpoint.get("getVersion", "/api/v1/connectors/:id/versions/:version", {
+      params: versionParams,
+      success: ConnectorVersion,
+      error: resourceErrors
+    })
+      .annotate(RequiredPermission, permission("connectors", "get"))
+      .annotate(OpenApi.Description, "One version of a connector."),
+    HttpApiEndpoint.put("setVersionState", "/api/v1/connectors/:id/versions/:version/_state", {
+      params: versionParams,
+      payload: SetVersionState,
+      success: ConnectorVersion,
+      error: resourceErrors
+    })
+      .annotate(RequiredPermission, permission("connectors", "update"))
+      .annotate(
+        OpenApi.Description,
+        "Publishes (primary: the previous primary becomes active), demotes to active or archives a version."
+      )
+  )
+  .middleware(Authentication)
+  .annotate(OpenApi.Title, "Connectors") {}
