@@ -139,6 +139,13 @@ export const carriedFrom = (parentRt: ResourceToken, parentLabels: Labels): Reco
   return out
 }
 
+/**
+ * System labels a resource carries besides its identity: a connector projects its current
+ * definition type as `svc/cxr/type`, which its connections inherit (spec 2.6 example).
+ */
+export const ownSystemLabels = (rt: ResourceToken, row: { readonly type?: string | undefined }): Labels =>
+  rt === "cxr" && row.type !== undefined ? { [`${systemPrefix}cxr/type`]: row.type } : {}
+
 /** A parent of a resource in the carry-forward hierarchy (spec 2.4 table). */
 export interface LabelParent {
   readonly rt: ResourceToken
@@ -157,10 +164,12 @@ export const materializeLabels = (input: {
   readonly namespace: string
   readonly userLabels: Labels
   readonly parents: ReadonlyArray<LabelParent>
+  /** Further system labels of the resource itself (e.g. a connector's `svc/cxr/type`). */
+  readonly system?: Labels | undefined
 }): Record<string, string> => {
   const merged: Record<string, string> = {}
   for (const parent of input.parents) Object.assign(merged, carriedFrom(parent.rt, parent.labels))
-  Object.assign(merged, implicitLabels(input.rt, input), userLabelsOf(input.userLabels))
+  Object.assign(merged, input.system ?? {}, implicitLabels(input.rt, input), userLabelsOf(input.userLabels))
   return sortKeys(merged)
 }
 

@@ -357,7 +357,9 @@ export const hasAnyGrant = (
 
 /** One grant as a row filter: a namespace scope and, when present, the only ids it allows. */
 export interface AccessClause {
-  readonly namespace: { readonly _tag: "Any" } | { readonly _tag: "Path"; readonly path: string; readonly subtree: boolean }
+  readonly namespace:
+    | { readonly _tag: "Any" }
+    | { readonly _tag: "Path"; readonly path: string; readonly subtree: boolean }
   readonly ids: ReadonlyArray<string> | undefined
 }
 

@@ -7,6 +7,10 @@ import { SqlClient } from "effect/sql"
 import type { ServiceId } from "@svc/domain/Auth"
 import * as ClusterRuntime from "@svc/cluster/ClusterRuntime"
 import { ActorRepo } from "@svc/sql/ActorRepo"
+import { ConnectorRepo } from "@svc/sql/ConnectorRepo"
+import { LabelReconciler } from "@svc/sql/LabelReconciler"
+import { ResourceRepo } from "@svc/sql/ResourceRepo"
+import { SearchRepo } from "@svc/sql/SearchRepo"
 import * as Migrations from "@svc/sql/Migrations"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
@@ -14,6 +18,16 @@ import type { ResolvedConfig, SigningKey } from "./config/SvcConfig.ts"
 import { SvcConfig } from "./config/SvcConfig.ts"
 import * as Servers from "./http/Servers.ts"
 import { ActorDirectory } from "./services/ActorDirectory.ts"
+import { Actors } from "./services/Actors.ts"
+import { Connections } from "./services/Connections.ts"
+import { Connectors } from "./services/Connectors.ts"
+import { Keys } from "./services/Keys.ts"
+import { Listing } from "./services/Listing.ts"
+import { Metadata } from "./services/Metadata.ts"
+import { Namespaces } from "./services/Namespaces.ts"
+import { RateLimits } from "./services/RateLimits.ts"
+import { ResourceOps } from "./services/ResourceOps.ts"
+import { Search } from "./services/Search.ts"
 import { Authenticator } from "./services/Authenticator.ts"
 import { CounterStore } from "./services/CounterStore.ts"
 import * as Database from "./services/Database.ts"
@@ -124,6 +138,20 @@ const startup = (config: ResolvedConfig, applyMigrations: boolean) =>
     })
   )
 
+/** The resource-model services behind the api and admin-api handlers. */
+const resourceServices = Layer.mergeAll(
+  Namespaces.layer,
+  Actors.layer,
+  Connectors.layer,
+  Connections.layer,
+  Keys.layer,
+  RateLimits.layer,
+  Search.layer
+).pipe(
+  (services) => Metadata.layer.pipe(Layer.provideMerge(services)),
+  Layer.provide(Layer.mergeAll(ResourceOps.layer, Listing.layer))
+)
+
 const healthLayer = (config: ResolvedConfig) =>
   Health.layer(
     Effect.gen(function* () {
@@ -163,17 +191,24 @@ export const serve = Effect.fn("Serve.serve")(function* (
       }
     : undefined
   const stores = Layer.mergeAll(Database.layer(config.database, config.appMetricsDatabase), counterStoreLayer(config))
-  const repos = ActorRepo.layer
+  const repos = Layer.mergeAll(
+    ActorRepo.layer,
+    ResourceRepo.layer,
+    ConnectorRepo.layer,
+    SearchRepo.layer,
+    LabelReconciler.layer
+  )
+  // One directory: the authenticator reads it, actor writes invalidate it.
+  const directory = ActorDirectory.layer
   const auth = Authenticator.layer.pipe(
-    Layer.provide([
-      TokenVerifier.layer(verifierConfig).pipe(Layer.provide(NonceStore.layerNoDeps)),
-      ActorDirectory.layer
-    ])
+    Layer.provide([TokenVerifier.layer(verifierConfig).pipe(Layer.provide(NonceStore.layerNoDeps)), directory])
   )
   const applyMigrations = options.migrate || config.database.provider === "pglite"
   const cluster = services.includes("worker") ? ClusterRuntime.layerSingle() : Layer.empty
   const app = Layer.mergeAll(
-    Servers.layer(config, services, adminTls).pipe(Layer.provide([auth, healthLayer(config)])),
+    Servers.layer(config, services, adminTls).pipe(
+      Layer.provide([auth, healthLayer(config), resourceServices.pipe(Layer.provide(directory))])
+    ),
     cluster
   ).pipe(
     Layer.provide(startup(config, applyMigrations)),

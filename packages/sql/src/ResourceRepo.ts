@@ -7,7 +7,19 @@ import * as PgTypes from "@effect/sql-pg/PgTypes"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
-import { isUniqueViolation, NameTaken, type PageSpec, selectPage } from "./ResourceSql.ts"
+import type { AccessFilter } from "@svc/domain/PermissionMatcher"
+import type { NamespaceFilter } from "@svc/domain/Resource"
+import type { Selector } from "@svc/domain/Selector"
+import {
+  accessWhere,
+  escapeLike,
+  isUniqueViolation,
+  NameTaken,
+  namespaceWhere,
+  selectPage,
+  type SortColumn
+} from "./ResourceSql.ts"
+import { selectorWhere } from "./SelectorSql.ts"
 
 /** The resource tables of the main database. */
 export type TableName = "namespaces" | "actors" | "connectors" | "connections" | "keys" | "rate_limits"
@@ -28,6 +40,21 @@ export interface PropagationTask {
   readonly parentId: string
 }
 
+/** One page request of a resource list: every filter is ANDed; `access` is always applied. */
+export interface ListSpec {
+  readonly table: TableName
+  readonly access: AccessFilter
+  readonly namespace: NamespaceFilter | undefined
+  readonly name: string | undefined
+  readonly selector: Selector | undefined
+  /** Column equality filters (`state`, `type`, `connector_id`…), column names in camelCase. */
+  readonly equals: Readonly<Record<string, string>>
+  readonly sort: SortColumn
+  readonly direction: "ASC" | "DESC"
+  readonly after: { readonly value: string | null; readonly id: string } | undefined
+  readonly limit: number
+}
+
 /** Storage shared by all resource types. Decoding failures of stored rows are defects. */
 export class ResourceRepo extends Context.Service<
   ResourceRepo,
@@ -46,10 +73,16 @@ export class ResourceRepo extends Context.Service<
       set: Record<string, unknown>
     ) => Effect.Effect<boolean, NameTaken | SqlError>
     readonly softDelete: (table: TableName, id: string, now: Date) => Effect.Effect<boolean, SqlError>
-    readonly page: <S extends Schema.Top>(
-      spec: PageSpec,
+    readonly list: <S extends Schema.Top>(
+      spec: ListSpec,
       schema: S
-    ) => Effect.Effect<{ readonly rows: ReadonlyArray<S["Type"]>; readonly more: boolean }, SqlError, S["DecodingServices"]>
+    ) => Effect.Effect<
+      { readonly rows: ReadonlyArray<S["Type"]>; readonly more: boolean },
+      SqlError,
+      S["DecodingServices"]
+    >
+    /** True when `path` has live child namespaces or any live resource in it or below. */
+    readonly namespaceInUse: (path: string) => Effect.Effect<boolean, SqlError>
     readonly enqueuePropagation: (
       parentType: PropagationParent,
       parentId: string,
@@ -112,13 +145,36 @@ export class ResourceRepo extends Context.Service<
           Effect.withSpan("ResourceRepo.softDelete", { attributes: { table } })
         )
 
-      const page = <S extends Schema.Top>(spec: PageSpec, schema: S) =>
-        Effect.flatMap(selectPage(sql, spec), (rows) =>
+      const list = <S extends Schema.Top>(spec: ListSpec, schema: S) => {
+        const idColumn = idColumnOf(spec.table)
+        const where = [sql`deleted_at IS NULL`, accessWhere(sql, spec.access, { namespace: "namespace", id: idColumn })]
+        if (spec.namespace !== undefined) where.push(namespaceWhere(sql, spec.namespace))
+        if (spec.name !== undefined) where.push(sql`name = ${spec.name}`)
+        if (spec.selector !== undefined) where.push(selectorWhere(sql, spec.selector, "labels"))
+        for (const [column, value] of Object.entries(spec.equals)) where.push(sql`${sql(column)} = ${value}`)
+        const page = { ...spec, idColumn, where }
+        return Effect.flatMap(selectPage(sql, page), (rows) =>
           Effect.map(decodeAll(schema, rows.slice(0, spec.limit)), (decoded) => ({
             rows: decoded as ReadonlyArray<S["Type"]>,
             more: rows.length > spec.limit
           }))
-        ).pipe(Effect.withSpan("ResourceRepo.page", { attributes: { table: spec.table } }))
+        ).pipe(Effect.withSpan("ResourceRepo.list", { attributes: { table: spec.table } }))
+      }
+
+      const namespaceInUse = (path: string) => {
+        const below = `${escapeLike(path)}.%`
+        const tables = ["actors", "connectors", "connections", "keys", "rate_limits"] as const
+        const checks = [
+          sql`EXISTS (SELECT 1 FROM namespaces WHERE deleted_at IS NULL AND path LIKE ${below})`,
+          ...tables.map(
+            (table) =>
+              sql`EXISTS (SELECT 1 FROM ${sql(table)} WHERE deleted_at IS NULL AND (namespace = ${path} OR namespace LIKE ${below}))`
+          )
+        ]
+        return sql<{ inUse: boolean }>`SELECT (${sql.or(checks)}) AS in_use`.pipe(
+          Effect.map((rows) => rows[0]?.inUse === true)
+        )
+      }
 
       const enqueuePropagation = (parentType: PropagationParent, parentId: string, now: Date) =>
         sql`INSERT INTO label_propagations ${sql.insert({ parentType, parentId, enqueuedAt: now })}`.pipe(Effect.asVoid)
@@ -140,7 +196,8 @@ export class ResourceRepo extends Context.Service<
         insert,
         update,
         softDelete,
-        page,
+        list,
+        namespaceInUse,
         enqueuePropagation,
         pendingPropagations,
         completePropagations,

@@ -16,10 +16,7 @@ export class ActorsApi extends HttpApiGroup.make("actors")
       error: resourceErrors
     })
       .annotate(RequiredPermission, permission("actors", "create"))
-      .annotate(
-        OpenApi.Description,
-        "Creates an actor. Its permissions must stay inside its own namespace subtree."
-      ),
+      .annotate(OpenApi.Description, "Creates an actor. Its permissions must stay inside its own namespace subtree."),
     HttpApiEndpoint.get("list", "/api/v1/actors", {
       query: { ...listQuery, externalId: Schema.optionalKey(Schema.String) },
       success: Page(Actor),
@@ -30,10 +27,19 @@ export class ActorsApi extends HttpApiGroup.make("actors")
     HttpApiEndpoint.get("get", "/api/v1/actors/:id", { params, success: Actor, error: resourceErrors })
       .annotate(RequiredPermission, permission("actors", "get"))
       .annotate(OpenApi.Description, "One actor."),
-    HttpApiEndpoint.patch("update", "/api/v1/actors/:id", { params, payload: UpdateActor, success: Actor, error: resourceErrors })
+    HttpApiEndpoint.patch("update", "/api/v1/actors/:id", {
+      params,
+      payload: UpdateActor,
+      success: Actor,
+      error: resourceErrors
+    })
       .annotate(RequiredPermission, permission("actors", "update"))
       .annotate(OpenApi.Description, "Renames an actor or replaces its user labels, annotations or permissions."),
-    HttpApiEndpoint.delete("delete", "/api/v1/actors/:id", { params, success: HttpApiSchema.NoContent, error: resourceErrors })
+    HttpApiEndpoint.delete("delete", "/api/v1/actors/:id", {
+      params,
+      success: HttpApiSchema.NoContent,
+      error: resourceErrors
+    })
       .annotate(RequiredPermission, permission("actors", "delete"))
       .annotate(OpenApi.Description, "Deletes an actor and releases its name; configured actors are read-only.")
   )

@@ -21,7 +21,11 @@ export class ConnectionsApi extends HttpApiGroup.make("connections")
         "Creates a connection server-side on the connector's primary version, in the connector's namespace or a descendant."
       ),
     HttpApiEndpoint.get("list", "/api/v1/connections", {
-      query: { ...listQuery, state: Schema.optionalKey(ConnectionState), connectorId: Schema.optionalKey(Schema.String) },
+      query: {
+        ...listQuery,
+        state: Schema.optionalKey(ConnectionState),
+        connectorId: Schema.optionalKey(Schema.String)
+      },
       success: Page(Connection),
       error: resourceErrors
     })

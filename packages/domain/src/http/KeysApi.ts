@@ -23,10 +23,19 @@ export class KeysApi extends HttpApiGroup.make("keys")
     HttpApiEndpoint.get("get", "/api/v1/keys/:id", { params, success: Key, error: resourceErrors })
       .annotate(RequiredPermission, permission("keys", "get"))
       .annotate(OpenApi.Description, "One key."),
-    HttpApiEndpoint.patch("update", "/api/v1/keys/:id", { params, payload: UpdateKey, success: Key, error: resourceErrors })
+    HttpApiEndpoint.patch("update", "/api/v1/keys/:id", {
+      params,
+      payload: UpdateKey,
+      success: Key,
+      error: resourceErrors
+    })
       .annotate(RequiredPermission, permission("keys", "update"))
       .annotate(OpenApi.Description, "Renames a key or replaces its user labels or annotations."),
-    HttpApiEndpoint.delete("delete", "/api/v1/keys/:id", { params, success: HttpApiSchema.NoContent, error: resourceErrors })
+    HttpApiEndpoint.delete("delete", "/api/v1/keys/:id", {
+      params,
+      success: HttpApiSchema.NoContent,
+      error: resourceErrors
+    })
       .annotate(RequiredPermission, permission("keys", "delete"))
       .annotate(OpenApi.Description, "Deletes a key and releases its name.")
   )

@@ -47,7 +47,11 @@ export const metadataGroup = <const Type extends ResourceType>(type: Type) => {
       })
         .annotate(RequiredPermission, permission(resource, "update"))
         .annotate(OpenApi.Description, "Removes one user label."),
-      HttpApiEndpoint.get("getAnnotations", `${base}/annotations`, { params, success: StringMap, error: resourceErrors })
+      HttpApiEndpoint.get("getAnnotations", `${base}/annotations`, {
+        params,
+        success: StringMap,
+        error: resourceErrors
+      })
         .annotate(RequiredPermission, permission(resource, "get"))
         .annotate(OpenApi.Description, "All annotations."),
       HttpApiEndpoint.get("getAnnotation", `${base}/annotations/:key`, {

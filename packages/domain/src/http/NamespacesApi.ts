@@ -17,7 +17,11 @@ export class NamespacesApi extends HttpApiGroup.make("namespaces")
     })
       .annotate(RequiredPermission, permission("namespaces", "create"))
       .annotate(OpenApi.Description, "Creates a child namespace; the parent must exist."),
-    HttpApiEndpoint.get("list", "/api/v1/namespaces", { query: listQuery, success: Page(Namespace), error: resourceErrors })
+    HttpApiEndpoint.get("list", "/api/v1/namespaces", {
+      query: listQuery,
+      success: Page(Namespace),
+      error: resourceErrors
+    })
       .annotate(RequiredPermission, permission("namespaces", "list"))
       .annotate(OpenApi.Description, "Lists namespaces the caller may see, one page at a time."),
     HttpApiEndpoint.get("get", "/api/v1/namespaces/:path", { params, success: Namespace, error: resourceErrors })

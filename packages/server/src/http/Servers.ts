@@ -17,6 +17,9 @@ import { CurrentService } from "../services/CurrentService.ts"
 import * as SwaggerRoute from "../swagger/SwaggerRoute.ts"
 import { swaggerDocuments } from "../swagger/generate.ts"
 import { AdminApiAuthHttp, ApiAuthHttp } from "./AuthHttp.ts"
+import { AdminApiMetadataHttp, ApiMetadataHttp } from "./MetadataHttp.ts"
+import { AdminApiResourcesHttp, ApiResourcesHttp } from "./ResourcesHttp.ts"
+import { AdminApiSearchHttp } from "./SearchHttp.ts"
 import { AuthenticationLive } from "./AuthenticationLive.ts"
 import { errorResponse, layerErrorHandling, type NotFoundPolicy } from "./ErrorHandling.ts"
 import { AdminApiSystemHttp, ApiSystemHttp, PublicSystemHttp, WorkerSystemHttp } from "./SystemHttp.ts"
@@ -55,14 +58,22 @@ const routes = (service: ServiceId) => {
     case "api":
       return Layer.mergeAll(
         HttpApiBuilder.layer(ApiV1, { openapiPath: "/openapi.json" }).pipe(
-          Layer.provide([ApiSystemHttp, ApiAuthHttp.pipe(Layer.provide(AuthenticationLive))])
+          Layer.provide([
+            ApiSystemHttp,
+            Layer.mergeAll(ApiAuthHttp, ApiResourcesHttp, ApiMetadataHttp).pipe(Layer.provide(AuthenticationLive))
+          ])
         ),
         SwaggerRoute.layer(swaggerDocuments().api)
       )
     case "admin-api":
       return Layer.mergeAll(
         HttpApiBuilder.layer(AdminApiV1, { openapiPath: "/openapi.json" }).pipe(
-          Layer.provide([AdminApiSystemHttp, AdminApiAuthHttp.pipe(Layer.provide(AuthenticationLive))])
+          Layer.provide([
+            AdminApiSystemHttp,
+            Layer.mergeAll(AdminApiAuthHttp, AdminApiResourcesHttp, AdminApiMetadataHttp, AdminApiSearchHttp).pipe(
+              Layer.provide(AuthenticationLive)
+            )
+          ])
         ),
         SwaggerRoute.layer(swaggerDocuments()["admin-api"])
       )

@@ -1,0 +1,124 @@
+/**
+ * Handlers of the resource groups (namespaces, actors, connectors, connections, keys, rate
+ * limits). Each group is declared once in the domain and served by both the api and the
+ * admin-api, so one builder per group registers on both declarations.
+ */
+import { ActorsApi } from "@svc/domain/http/ActorsApi"
+import { AdminApiV1, ApiV1 } from "@svc/domain/http/Apis"
+import type { ConnectionsApi } from "@svc/domain/http/ConnectionsApi"
+import type { ConnectorsApi } from "@svc/domain/http/ConnectorsApi"
+import type { KeysApi } from "@svc/domain/http/KeysApi"
+import type { NamespacesApi } from "@svc/domain/http/NamespacesApi"
+import type { RateLimitsApi } from "@svc/domain/http/RateLimitsApi"
+import { CurrentActor } from "@svc/domain/http/Security"
+import { Effect, Layer } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { Actors } from "../services/Actors.ts"
+import { Connections } from "../services/Connections.ts"
+import { Connectors } from "../services/Connectors.ts"
+import { Keys } from "../services/Keys.ts"
+import { Namespaces } from "../services/Namespaces.ts"
+import { RateLimits } from "../services/RateLimits.ts"
+
+const namespaces = (h: HttpApiBuilder.Handlers.FromGroup<typeof NamespacesApi>) =>
+  Effect.map(Namespaces, (svc) =>
+    h
+      .handle("create", ({ payload }) => Effect.flatMap(CurrentActor, (a) => svc.create(a, payload)))
+      .handle("list", ({ query }) => Effect.flatMap(CurrentActor, (a) => svc.list(a, query)))
+      .handle("get", ({ params }) => Effect.flatMap(CurrentActor, (a) => svc.get(a, params.path)))
+      .handle("update", ({ params, payload }) =>
+        Effect.flatMap(CurrentActor, (a) => svc.update(a, params.path, payload))
+      )
+      .handle("delete", ({ params }) => Effect.flatMap(CurrentActor, (a) => svc.remove(a, params.path)))
+  )
+
+const actors = (h: HttpApiBuilder.Handlers.FromGroup<typeof ActorsApi>) =>
+  Effect.map(Actors, (svc) =>
+    h
+      .handle("create", ({ payload }) => Effect.flatMap(CurrentActor, (a) => svc.create(a, payload)))
+      .handle("list", ({ query }) =>
+        Effect.flatMap(CurrentActor, (a) => svc.list(a, { ...query, equals: { externalId: query.externalId } }))
+      )
+      .handle("get", ({ params }) => Effect.flatMap(CurrentActor, (a) => svc.get(a, params.id)))
+      .handle("update", ({ params, payload }) => Effect.flatMap(CurrentActor, (a) => svc.update(a, params.id, payload)))
+      .handle("delete", ({ params }) => Effect.flatMap(CurrentActor, (a) => svc.remove(a, params.id)))
+  )
+
+const connectors = (h: HttpApiBuilder.Handlers.FromGroup<typeof ConnectorsApi>) =>
+  Effect.map(Connectors, (svc) =>
+    h
+      .handle("create", ({ payload }) => Effect.flatMap(CurrentActor, (a) => svc.create(a, payload)))
+      .handle("list", ({ query }) =>
+        Effect.flatMap(CurrentActor, (a) => svc.list(a, { ...query, equals: { state: query.state, type: query.type } }))
+      )
+      .handle("get", ({ params }) => Effect.flatMap(CurrentActor, (a) => svc.get(a, params.id)))
+      .handle("update", ({ params, payload }) => Effect.flatMap(CurrentActor, (a) => svc.update(a, params.id, payload)))
+      .handle("createVersion", ({ params, payload }) =>
+        Effect.flatMap(CurrentActor, (a) => svc.createVersion(a, params.id, payload.definition))
+      )
+      .handle("listVersions", ({ params }) => Effect.flatMap(CurrentActor, (a) => svc.versions(a, params.id)))
+      .handle("getVersion", ({ params }) =>
+        Effect.flatMap(CurrentActor, (a) => svc.version(a, params.id, params.version))
+      )
+      .handle("setVersionState", ({ params, payload }) =>
+        Effect.flatMap(CurrentActor, (a) => svc.setVersionState(a, params.id, params.version, payload.state))
+      )
+  )
+
+const connections = (h: HttpApiBuilder.Handlers.FromGroup<typeof ConnectionsApi>) =>
+  Effect.map(Connections, (svc) =>
+    h
+      .handle("create", ({ payload }) => Effect.flatMap(CurrentActor, (a) => svc.create(a, payload)))
+      .handle("list", ({ query }) =>
+        Effect.flatMap(CurrentActor, (a) =>
+          svc.list(a, { ...query, equals: { state: query.state, connectorId: query.connectorId } })
+        )
+      )
+      .handle("get", ({ params }) => Effect.flatMap(CurrentActor, (a) => svc.get(a, params.id)))
+      .handle("update", ({ params, payload }) => Effect.flatMap(CurrentActor, (a) => svc.update(a, params.id, payload)))
+  )
+
+const keys = (h: HttpApiBuilder.Handlers.FromGroup<typeof KeysApi>) =>
+  Effect.map(Keys, (svc) =>
+    h
+      .handle("create", ({ payload }) => Effect.flatMap(CurrentActor, (a) => svc.create(a, payload)))
+      .handle("list", ({ query }) => Effect.flatMap(CurrentActor, (a) => svc.list(a, query)))
+      .handle("get", ({ params }) => Effect.flatMap(CurrentActor, (a) => svc.get(a, params.id)))
+      .handle("update", ({ params, payload }) => Effect.flatMap(CurrentActor, (a) => svc.update(a, params.id, payload)))
+      .handle("delete", ({ params }) => Effect.flatMap(CurrentActor, (a) => svc.remove(a, params.id)))
+  )
+
+const rateLimits = (h: HttpApiBuilder.Handlers.FromGroup<typeof RateLimitsApi>) =>
+  Effect.map(RateLimits, (svc) =>
+    h
+      .handle("create", ({ payload }) => Effect.flatMap(CurrentActor, (a) => svc.create(a, payload)))
+      .handle("list", ({ query }) =>
+        Effect.flatMap(CurrentActor, (a) => {
+          const { label_selector, ...rest } = query
+          return svc.list(a, { ...rest, labelSelector: label_selector })
+        })
+      )
+      .handle("get", ({ params }) => Effect.flatMap(CurrentActor, (a) => svc.get(a, params.id)))
+      .handle("update", ({ params, payload }) => Effect.flatMap(CurrentActor, (a) => svc.update(a, params.id, payload)))
+      .handle("delete", ({ params }) => Effect.flatMap(CurrentActor, (a) => svc.remove(a, params.id)))
+  )
+
+/** The resource groups of the api service. */
+export const ApiResourcesHttp = Layer.mergeAll(
+  HttpApiBuilder.group(ApiV1, "namespaces", namespaces),
+  HttpApiBuilder.group(ApiV1, "actors", actors),
+  HttpApiBuilder.group(ApiV1, "connectors", connectors),
+  HttpApiBuilder.group(ApiV1, "connections", connections),
+  HttpApiBuilder.group(ApiV1, "keys", keys),
+  HttpApiBuilder.group(ApiV1, "rateLimits", rateLimits)
+)
+
+/** The resource groups of the admin-api service. */
+export const AdminApiResourcesHttp = Layer.mergeAll(
+  HttpApiBuilder.group(AdminApiV1, "namespaces", namespaces),
+  HttpApiBuilder.group(AdminApiV1, "actors", actors),
+  HttpApiBuilder.group(AdminApiV1, "connectors", connectors),
+  HttpApiBuilder.group(AdminApiV1, "connections", connections),
+  HttpApiBuilder.group(AdminApiV1, "keys", keys),
+  HttpApiBuilder.group(AdminApiV1, "rateLimits", rateLimits)
+)

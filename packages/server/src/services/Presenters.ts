@@ -1,0 +1,78 @@
+/** Rows → API resources (API-CONVENTIONS "Resources": camelCase envelopes, ISO timestamps). */
+import type { Actor } from "@svc/domain/Actor"
+import type { Connection } from "@svc/domain/Connection"
+import type { Connector, ConnectorVersion } from "@svc/domain/Connector"
+import { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
+import type { Key } from "@svc/domain/Key"
+import type { Namespace } from "@svc/domain/Namespace"
+import { Definition, type RateLimit } from "@svc/domain/RateLimit"
+import type {
+  ActorResourceRow,
+  ConnectionRow,
+  ConnectorRow,
+  ConnectorVersionRow,
+  KeyRow,
+  NamespaceRow,
+  RateLimitRow
+} from "@svc/sql/Rows"
+import { DateTime, Schema } from "effect"
+import type { EnvelopeRow } from "./ResourceKinds.ts"
+
+const envelope = (id: string, row: EnvelopeRow) => ({
+  id,
+  name: row.name,
+  namespace: row.namespace,
+  labels: row.labels,
+  annotations: row.annotations,
+  createdAt: DateTime.formatIso(row.createdAt),
+  updatedAt: DateTime.formatIso(row.updatedAt)
+})
+
+export const namespace = (row: NamespaceRow): Namespace => ({ ...envelope(row.path, row), path: row.path })
+
+export const actor = (row: ActorResourceRow): Actor => ({
+  ...envelope(row.id, row),
+  externalId: row.externalId,
+  permissions: row.permissions,
+  source: row.source
+})
+
+export const connector = (row: ConnectorRow): Connector => ({
+  ...envelope(row.id, row),
+  version: row.version,
+  state: row.state,
+  type: row.type
+})
+
+const decodeDefinition = Schema.decodeUnknownSync(ConnectorDefinition)
+
+export const connectorVersion = (row: ConnectorVersionRow): ConnectorVersion => ({
+  connectorId: row.connectorId,
+  version: row.version,
+  state: row.state,
+  definition: decodeDefinition(row.definition),
+  createdAt: DateTime.formatIso(row.createdAt),
+  updatedAt: DateTime.formatIso(row.updatedAt)
+})
+
+export const connection = (row: ConnectionRow): Connection => ({
+  ...envelope(row.id, row),
+  connectorId: row.connectorId,
+  connectorVersion: row.connectorVersion,
+  state: row.state,
+  healthState: row.healthState,
+  setupStepId: row.setupStepId,
+  configuration: row.configuration
+})
+
+export const key = (row: KeyRow): Key => envelope(row.id, row)
+
+const decodeRateLimitDefinition = Schema.decodeUnknownSync(Definition)
+
+export const rateLimit = (row: RateLimitRow): RateLimit => ({
+  ...envelope(row.id, row),
+  definition: decodeRateLimitDefinition(row.definition)
+})
+
+/** The stored (encoded) form of a decoded rate-limit definition. */
+export const encodeRateLimitDefinition = Schema.encodeSync(Definition)
