@@ -18,3 +18,18 @@ export const DemoStepTwoActivity = "svc.demo.step-two.v1"
 
 /** Durable deferred the demo workflow waits on between its two activities. */
 export const DemoProceedDeferred = "svc.demo.proceed.v1"
+
+/** spec 2.4 rule 3: rewrites the descendants of a namespace or connector after a label change. */
+export const LabelPropagationWorkflowName = "svc.labels.propagate.v1"
+
+/** The one activity of the propagation workflow: reconcile the parent's descendants. */
+export const LabelPropagationReconcileActivity = "svc.labels.propagate.reconcile.v1"
+
+/** Cluster singleton that hands queued propagations to the workflow engine. */
+export const LabelPropagationDispatcherSingleton = "svc.labels.propagation-dispatcher.v1"
+
+/** Cluster singleton of the periodic carry-forward consistency checker (spec 2.4 rule 3). */
+export const LabelConsistencyCheckerSingleton = "svc.labels.consistency-checker.v1"
+
+/** `maintenance_runs` row of the consistency checker. */
+export const LabelConsistencyCheckRun = "labels.consistency_check"

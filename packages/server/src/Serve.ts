@@ -2,10 +2,11 @@
  * `svc serve` and `svc migrate`: assembles stores, migrations, the actor sync, authentication,
  * the cluster runner and the selected HTTP servers into one layer graph (ARCHITECTURE "Processes").
  */
-import { Console, Effect, Layer, Schema } from "effect"
+import { Console, Duration, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { ServiceId } from "@svc/domain/Auth"
 import * as ClusterRuntime from "@svc/cluster/ClusterRuntime"
+import * as LabelPropagationLive from "@svc/cluster/LabelPropagationLive"
 import { ActorRepo } from "@svc/sql/ActorRepo"
 import { ConnectorRepo } from "@svc/sql/ConnectorRepo"
 import { LabelReconciler } from "@svc/sql/LabelReconciler"
@@ -135,6 +136,11 @@ const startup = (config: ResolvedConfig, applyMigrations: boolean) =>
         }))
       )
       yield* Effect.logInfo(`synced ${actors.length} configured actor(s)`)
+      // A newly configured actor has no system labels yet (spec 2.3): materialise them now.
+      if (actors.some((actor) => actor.labels["svc/act/-/id"] !== actor.id)) {
+        const reconciler = yield* LabelReconciler
+        yield* reconciler.all
+      }
     })
   )
 
@@ -204,7 +210,12 @@ export const serve = Effect.fn("Serve.serve")(function* (
     Layer.provide([TokenVerifier.layer(verifierConfig).pipe(Layer.provide(NonceStore.layerNoDeps)), directory])
   )
   const applyMigrations = options.migrate || config.database.provider === "pglite"
-  const cluster = services.includes("worker") ? ClusterRuntime.layerSingle() : Layer.empty
+  const cluster = services.includes("worker")
+    ? LabelPropagationLive.layer({
+        pollInterval: Duration.millis(config.labels.propagationPollIntervalMs),
+        consistencyCheckInterval: Duration.millis(config.labels.consistencyCheckIntervalMs)
+      }).pipe(Layer.provideMerge(ClusterRuntime.layerSingle()))
+    : Layer.empty
   const app = Layer.mergeAll(
     Servers.layer(config, services, adminTls).pipe(
       Layer.provide([auth, healthLayer(config), resourceServices.pipe(Layer.provide(directory))])

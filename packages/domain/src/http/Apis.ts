@@ -27,6 +27,7 @@ import { SystemApi } from "./SystemApi.ts"
  */
 const strictPayload = { errors: "all", onExcessProperty: "error" } as const
 const allErrors = { errors: "all" } as const
+const strictQuery = { errors: "all", onExcessProperty: "error" } as const
 
 /** Application API (service id `api`, default port 8081). */
 export class ApiV1 extends HttpApi.make("api")
@@ -44,7 +45,7 @@ export class ApiV1 extends HttpApi.make("api")
   .annotate(OpenApi.Title, "svc application API")
   .annotate(OpenApi.Version, "v1")
   .annotate(HttpApi.PayloadParseOptions, strictPayload)
-  .annotate(HttpApi.QueryParseOptions, allErrors)
+  .annotate(HttpApi.QueryParseOptions, strictQuery)
   .annotate(HttpApi.ParamsParseOptions, allErrors) {}
 
 /** Admin API (service id `admin-api`, default port 8082, TLS). */
@@ -64,7 +65,7 @@ export class AdminApiV1 extends HttpApi.make("admin-api")
   .annotate(OpenApi.Title, "svc admin API")
   .annotate(OpenApi.Version, "v1")
   .annotate(HttpApi.PayloadParseOptions, strictPayload)
-  .annotate(HttpApi.QueryParseOptions, allErrors)
+  .annotate(HttpApi.QueryParseOptions, strictQuery)
   .annotate(HttpApi.ParamsParseOptions, allErrors) {}
 
 /** Browser-facing service (service id `public`, default port 8080). */

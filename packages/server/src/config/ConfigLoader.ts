@@ -9,6 +9,7 @@ import * as path from "node:path"
 import { parse as parseYaml, YAMLParseError } from "yaml"
 import { allServiceIds, type ServiceId } from "@svc/domain/Auth"
 import { issueDetails } from "@svc/domain/Errors"
+import { parseDuration } from "@svc/domain/Duration"
 import { ConfigFile, type ConfiguredActor, type DatabaseConfig } from "./ConfigSchema.ts"
 import type { Listener, ResolvedConfig, ResolvedDatabase, SigningKey } from "./SvcConfig.ts"
 
@@ -210,12 +211,23 @@ export const resolve = (file: ConfigFile, source: string, cwd: string): Effect.E
       fullRequestRecording: file.appMetrics?.requestEvents?.fullRequestRecording ?? "never",
       blobStorage: { ...blob, path: path.resolve(dataDir, blob.path ?? "blobs") }
     },
+    labels: {
+      consistencyCheckIntervalMs: Math.max(
+        1000,
+        durationMs(file.labels?.consistency_check_interval, 24 * 60 * 60 * 1000)
+      ),
+      propagationPollIntervalMs: Math.max(50, durationMs(file.labels?.propagation_poll_interval, 1000))
+    },
     hostApplication: file.host_application ?? {},
     telemetry: file.telemetry ?? {},
     file
   }
   return problems.length > 0 ? Effect.fail(new ConfigError({ source, problems })) : Effect.succeed(resolved)
 }
+
+/** A decoded duration string in milliseconds, or the default when absent. */
+const durationMs = (text: string | undefined, fallback: number): number =>
+  text === undefined ? fallback : (parseDuration(text) ?? fallback)
 
 /** Reads, overrides, decodes and resolves the configuration. */
 export const loadConfig = Effect.fn("ConfigLoader.loadConfig")(function* (options: LoadOptions) {

@@ -3,6 +3,7 @@
  * names them (`system_auth…`, `appMetrics…`, `host_application…`, `telemetry…`); unknown keys are
  * rejected so a typo never silently falls back to a default.
  */
+import { DurationString } from "@svc/domain/Duration"
 import { Schema } from "effect"
 import { Permission } from "@svc/domain/Auth"
 import { NamespacePath, NamespacePattern } from "@svc/domain/PermissionMatcher"
@@ -12,9 +13,7 @@ const NonEmpty = Schema.String.check(Schema.isNonEmpty())
 const PositiveInt = Schema.Int.check(Schema.isGreaterThan(0))
 
 /** A duration such as `15m`, `90s`, `1h30m`, `7d` or `250ms`. */
-export const DurationString = Schema.String.check(
-  Schema.isPattern(/^(\d+(ms|s|m|h|d))+$/, { message: "Expected a duration such as 30s, 15m, 1h30m or 7d" })
-)
+export { DurationString }
 
 /** A database: embedded PGlite (a data directory) or PostgreSQL (a URL or its parts). */
 export const DatabaseConfig = Schema.Struct({
@@ -154,6 +153,12 @@ export const ConfigFile = Schema.Struct({
       allowed_origins: Schema.optionalKey(Schema.Array(NonEmpty))
     })
   ),
-  telemetry: Schema.optionalKey(TelemetryConfig)
+  telemetry: Schema.optionalKey(TelemetryConfig),
+  labels: Schema.optionalKey(
+    Schema.Struct({
+      consistency_check_interval: Schema.optionalKey(DurationString),
+      propagation_poll_interval: Schema.optionalKey(DurationString)
+    })
+  )
 })
 export type ConfigFile = typeof ConfigFile.Type

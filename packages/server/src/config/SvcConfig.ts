@@ -45,6 +45,8 @@ export interface ResolvedConfig {
     readonly fullRequestRecording: "never" | "always"
     readonly blobStorage: NonNullable<NonNullable<ConfigFile["appMetrics"]>["blobStorage"]>
   }
+  /** Carry-forward (spec 2.4): how often the consistency checker runs and the outbox is polled. */
+  readonly labels: { readonly consistencyCheckIntervalMs: number; readonly propagationPollIntervalMs: number }
   readonly hostApplication: NonNullable<ConfigFile["host_application"]>
   readonly telemetry: NonNullable<ConfigFile["telemetry"]>
   /** The decoded file as written, for features that read their own block. */

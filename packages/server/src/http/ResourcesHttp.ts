@@ -3,7 +3,7 @@
  * limits). Each group is declared once in the domain and served by both the api and the
  * admin-api, so one builder per group registers on both declarations.
  */
-import { ActorsApi } from "@svc/domain/http/ActorsApi"
+import type { ActorsApi } from "@svc/domain/http/ActorsApi"
 import { AdminApiV1, ApiV1 } from "@svc/domain/http/Apis"
 import type { ConnectionsApi } from "@svc/domain/http/ConnectionsApi"
 import type { ConnectorsApi } from "@svc/domain/http/ConnectorsApi"

@@ -16,7 +16,7 @@ import {
 } from "@svc/domain/Labels"
 import { isAllowed } from "@svc/domain/PermissionMatcher"
 import { parentNamespace } from "@svc/domain/Resource"
-import { NamespaceRow } from "@svc/sql/Rows"
+import type { NamespaceRow } from "@svc/sql/Rows"
 import { jsonb, ResourceRepo } from "@svc/sql/ResourceRepo"
 import type { NameTaken } from "@svc/sql/ResourceSql"
 import { Context, DateTime, Effect, Layer, Option } from "effect"
