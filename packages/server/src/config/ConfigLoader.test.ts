@@ -21,7 +21,23 @@ const problemsOf = (exit: Exit.Exit<unknown, ConfigError>): ReadonlyArray<string
   return error?._tag === "Fail" ? error.error.problems : assert.fail("expected a ConfigError")
 }
 
+const example = path.join(import.meta.dirname, "../../../../docs/svc.example.yaml")
+
 describe("ConfigLoader", () => {
+  it.effect("the documented example configuration decodes; label maintenance intervals resolve", () =>
+    Effect.gen(function* () {
+      const exit = yield* Effect.exit(loadConfig({ configPath: example, cwd: path.dirname(example), env: {} }))
+      if (Exit.isFailure(exit)) assert.fail(`docs/svc.example.yaml is rejected: ${problemsOf(exit).join("; ")}`)
+      const config = exit.value
+      assert.deepStrictEqual(config.labels, { consistencyCheckIntervalMs: 86_400_000, propagationPollIntervalMs: 1000 })
+      const custom = yield* loadConfig({
+        cwd: path.dirname(example),
+        env: { SVC__labels__consistency_check_interval: "2s", SVC__labels__propagation_poll_interval: "10ms" }
+      })
+      assert.deepStrictEqual(custom.labels, { consistencyCheckIntervalMs: 2000, propagationPollIntervalMs: 50 })
+    })
+  )
+
   it.effect("no file gives the embedded default", () =>
     withDir((dir) =>
       Effect.gen(function* () {
