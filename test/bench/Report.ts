@@ -1,12 +1,14 @@
 /**
  * The bench's outputs: the fixed-width table printed on stdout and the JSON document written to
- * test/bench/results/latest.json (schema `version: 1`).
+ * test/bench/results/latest.json (schema `version: 1`; `sequences` added without a bump).
  */
 import * as fs from "node:fs/promises"
 import * as os from "node:os"
 import * as path from "node:path"
 import type { ColdStartResult } from "./ColdStart.ts"
+import type { SeedResult } from "./ListLatency.ts"
 import type { LoadResult } from "./Load.ts"
+import type { SequenceResult } from "./Sequential.ts"
 
 export interface Ratios {
   /** target req/s ÷ baseline req/s (below 1: fewer requests per second than the baseline). */
@@ -31,15 +33,37 @@ export interface LoadRow {
   readonly ratios?: Ratios
 }
 
+/** One request of a sequence group and its measured series. */
+export interface SequenceRow {
+  readonly label: string
+  readonly path: string
+  readonly result?: SequenceResult
+}
+
+/** A sequence group as run: its seeded target, the per-row counts, and the rows. */
+export interface SequenceGroupReport {
+  readonly group: string
+  readonly title: string
+  readonly target: string
+  readonly targetLabel: string
+  readonly warmup: number
+  readonly requests: number
+  readonly seed?: SeedResult
+  /** Why the group was not measured (target unavailable or failed). */
+  readonly skipped?: string
+  readonly rows: ReadonlyArray<SequenceRow>
+}
+
 export interface BenchReport {
   readonly version: 1
   readonly startedAt: string
   readonly finishedAt: string
   readonly machine: { readonly node: string; readonly platform: string; readonly cpus: number; readonly cpu: string }
-  readonly options: { readonly durationS: number; readonly warmupS: number }
+  readonly options: { readonly durationS: number; readonly warmupS: number; readonly seedCount: number }
   readonly coldStart?: ColdStartResult
   readonly coldStartError?: string
   readonly load: ReadonlyArray<LoadRow>
+  readonly sequences: ReadonlyArray<SequenceGroupReport>
 }
 
 export const machineInfo = (): BenchReport["machine"] => ({
@@ -95,6 +119,52 @@ const loadCells = (row: LoadRow): ReadonlyArray<string> => {
   return [...measured, x(row.ratios.rps), x(row.ratios.p50), x(row.ratios.p99)]
 }
 
+const sequenceColumns = (title: string): ReadonlyArray<Column> => [
+  { title, width: 38, left: true },
+  { title: "items", width: 5 },
+  { title: "req/s", width: 7 },
+  { title: "p50 ms", width: 8 },
+  { title: "p95 ms", width: 8 },
+  { title: "max ms", width: 8 },
+  { title: "errors", width: 6 }
+]
+
+const sequenceCells = (row: SequenceRow): ReadonlyArray<string> => {
+  const r = row.result
+  if (r === undefined) return [row.label, "not run"]
+  const items = r.items === undefined ? "-" : `${r.items}${r.more === true ? "+" : ""}`
+  return [row.label, items, r.rps.toFixed(0), ms(r.p50Ms), ms(r.p95Ms), ms(r.maxMs), String(r.errors)]
+}
+
+const formatSequence = (group: SequenceGroupReport): ReadonlyArray<string> => {
+  const out = [
+    "",
+    `${group.title} on ${group.targetLabel}: ${group.requests} sequential requests per row after ${group.warmup} warm-up`
+  ]
+  if (group.skipped !== undefined) return [...out, `  skipped: ${group.skipped}`]
+  const s = group.seed
+  if (s !== undefined) {
+    const rate = `${s.rate.toFixed(0)}/s, ${s.concurrency} in flight`
+    out.push(`  seeded ${s.count} ${s.what} in ${(s.ms / 1000).toFixed(1)} s (${rate})`)
+  }
+  const columns = sequenceColumns("  labelSelector (share of rows)")
+  out.push(
+    line(
+      columns,
+      columns.map((c) => c.title)
+    )
+  )
+  for (const row of group.rows) {
+    out.push(
+      line(
+        columns,
+        sequenceCells(row).map((c, i) => (i === 0 ? `  ${c}` : c))
+      )
+    )
+  }
+  return out
+}
+
 export const formatTable = (report: BenchReport): string => {
   const m = report.machine
   const out: Array<string> = [
@@ -143,6 +213,7 @@ export const formatTable = (report: BenchReport): string => {
         )
       )
   }
+  for (const group of report.sequences) out.push(...formatSequence(group))
   return `${out.join("\n")}\n`
 }
 

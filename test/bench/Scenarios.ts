@@ -1,15 +1,29 @@
 /**
- * What the bench measures, as data: the targets (servers it can start) and the load groups (one
+ * What the bench measures, as data: the targets (servers it can start), the load groups (one
  * request shape, measured on several targets at several connection counts, each compared with the
- * group's baseline target). Add a scenario by adding a target and/or a group here; run.ts and
- * Report.ts need no change.
+ * group's baseline target) and the sequence groups (a few requests on one seeded target, each sent
+ * one at a time a fixed number of times). Add a scenario by adding a target and/or a group here;
+ * run.ts and Report.ts need no change.
  */
+import { listQueries, type SeedResult, startSeededSvc } from "./ListLatency.ts"
 import { startNodeScript, startSvcReady, svcWorkspace } from "./Ready.ts"
 
 /** A started server under test: where to send requests, and how to stop it. */
 export interface RunningTarget {
   readonly origin: string
   readonly stop: () => Promise<void>
+  /** Sent on every request to this target (e.g. the admin token's `authorization`). */
+  readonly headers?: Readonly<Record<string, string>>
+  /** What `start` created before it returned, shown with the group. */
+  readonly seed?: SeedResult
+}
+
+/** What `Target.start` gets from the run. */
+export interface StartContext {
+  /** A progress line on stderr (long starts, e.g. seeding, report every ~1000 rows). */
+  readonly progress: (message: string) => void
+  /** How many rows a seeding target creates (`--seed`). */
+  readonly seedCount: number
 }
 
 export interface Target {
@@ -17,7 +31,7 @@ export interface Target {
   /** Shown in the table. */
   readonly label: string
   /** Starts the target (child processes only: never serve from the bench process). */
-  readonly start: () => Promise<RunningTarget>
+  readonly start: (context: StartContext) => Promise<RunningTarget>
 }
 
 /**
@@ -62,6 +76,11 @@ export const targets: ReadonlyArray<Target> = [
         }
       }
     }
+  },
+  {
+    id: "svc-api-seeded",
+    label: "svc api (seeded)",
+    start: ({ progress, seedCount }) => startSeededSvc(seedCount, progress)
   }
   // Extension point: the proxy issues add targets here, e.g. an upstream started with
   // startNodeScript, "svc-proxy" (svc's public service proxying to it), "svc-proxy-raw",
@@ -80,6 +99,28 @@ export const loadGroups: ReadonlyArray<LoadGroup> = [
   }
   // Extension point: e.g. { id: "proxy", path: "/…", targets: ["upstream-direct", "svc-proxy",
   // "svc-proxy-raw", "node-proxy", "nginx"], baseline: "upstream-direct", connections: [1, 64] }.
+]
+
+/** Requests measured one at a time on one target: `warmup` unrecorded then `requests` recorded each. */
+export interface SequenceGroup {
+  readonly id: string
+  readonly title: string
+  readonly target: string
+  /** In table order; each path is sent with the target's `headers`. */
+  readonly queries: ReadonlyArray<{ readonly label: string; readonly path: string }>
+  readonly warmup: number
+  readonly requests: number
+}
+
+export const sequenceGroups: ReadonlyArray<SequenceGroup> = [
+  {
+    id: "list-connections",
+    title: "GET /api/v1/connections?limit=100",
+    target: "svc-api-seeded",
+    queries: listQueries,
+    warmup: 20,
+    requests: 200
+  }
 ]
 
 export const findTarget = (id: string): Target => {

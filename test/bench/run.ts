@@ -1,6 +1,6 @@
 /**
- * `npm run bench`: start-up times of the embedded default, then every load group of Scenarios.ts
- * side by side in one run; prints a table on stdout, progress on stderr, and writes
+ * `npm run bench`: start-up times of the embedded default, then every load group and every
+ * sequence group of Scenarios.ts in one run; prints a table on stdout, progress on stderr, and writes
  * test/bench/results/latest.json. Loopback only, bounded in time, kills its children on any exit.
  */
 import { fileURLToPath } from "node:url"
@@ -9,20 +9,40 @@ import { installCleanup, killAll } from "./Children.ts"
 import { type ColdStartResult, measureColdStart } from "./ColdStart.ts"
 import { runLoad } from "./Load.ts"
 import { nowMs } from "./Ready.ts"
-import { type BenchReport, formatTable, type LoadRow, machineInfo, ratiosOf, writeJson } from "./Report.ts"
-import { findTarget, loadGroups, type RunningTarget, TargetUnavailable } from "./Scenarios.ts"
+import {
+  type BenchReport,
+  formatTable,
+  type LoadRow,
+  machineInfo,
+  ratiosOf,
+  type SequenceGroupReport,
+  writeJson
+} from "./Report.ts"
+import {
+  findTarget,
+  loadGroups,
+  type RunningTarget,
+  type SequenceGroup,
+  sequenceGroups,
+  TargetUnavailable
+} from "./Scenarios.ts"
+import { runSequence } from "./Sequential.ts"
 
-const usage = `usage: node test/bench/run.ts [--duration <s>] [--warmup <s>] [--quick] [--max-time <s>]
+const usage = `usage: node test/bench/run.ts [--duration <s>] [--warmup <s>] [--seed <n>] [--quick] [--max-time <s>]
   --duration  measured seconds per load row (default 5, at most 60)
   --warmup    warm-up seconds before each load row (default 1)
-  --quick     smoke run: 1 s per row after a 0.5 s warm-up
+  --seed      rows a seeding target creates, e.g. connections for the list latency (default 10000)
+  --quick     smoke run: 1 s per row after a 0.5 s warm-up; seed 1000; 50 requests per
+              sequence row after 10 warm-up
   --max-time  hard cap on the whole run; then everything is killed, exit 124
-              (default max(300, 120 + 2 x rows x (duration + warmup)))`
+              (default max(300, 120 + 2 x rows x (duration + warmup) + 60 + seed / 25 per
+              sequence group))`
 
 const { values } = parseArgs({
   options: {
     duration: { type: "string" },
     warmup: { type: "string" },
+    seed: { type: "string" },
     quick: { type: "boolean", default: false },
     "max-time": { type: "string" },
     help: { type: "boolean", default: false }
@@ -45,8 +65,23 @@ const seconds = (raw: string | undefined, fallback: number, max: number): number
 const durationS = seconds(values.duration, values.quick ? 1 : 5, 60)
 const warmupS = seconds(values.warmup, values.quick ? 0.5 : 1, 10)
 
+const seedCount = ((raw: string | undefined) => {
+  if (raw === undefined) return values.quick ? 1_000 : 10_000
+  const value = Number(raw)
+  if (!Number.isInteger(value) || value < 100 || value > 100_000) {
+    process.stderr.write(`bench: expected --seed to be an integer in [100, 100000], got "${raw}"\n${usage}\n`)
+    process.exit(2)
+  }
+  return value
+})(values.seed)
+const sequenceCounts = (group: SequenceGroup) =>
+  values.quick
+    ? { warmup: Math.min(group.warmup, 10), requests: Math.min(group.requests, 50) }
+    : { warmup: group.warmup, requests: group.requests }
+
 const rowCount = loadGroups.reduce((n, g) => n + g.targets.length * g.connections.length, 0)
-const defaultCapS = Math.max(300, 120 + 2 * rowCount * (durationS + warmupS))
+const sequenceBudgetS = sequenceGroups.length * (60 + seedCount / 25)
+const defaultCapS = Math.max(300, 120 + 2 * rowCount * (durationS + warmupS) + sequenceBudgetS)
 const hardCapMs = seconds(values["max-time"], defaultCapS, 3600) * 1000
 const resultsFile = fileURLToPath(new URL("./results/latest.json", import.meta.url))
 
@@ -55,6 +90,14 @@ const progress = (message: string) =>
   process.stderr.write(`[${((nowMs() - t0) / 1000).toFixed(1).padStart(6)} s] ${message}\n`)
 const describe = (error: unknown) => (error instanceof Error ? error.message : String(error))
 
+/** Starts a target; a string is why it cannot be measured (`failed: …` when it broke). */
+const startTarget = (id: string): Promise<RunningTarget | string> => {
+  progress(`starting ${findTarget(id).label}`)
+  return findTarget(id)
+    .start({ progress, seedCount })
+    .catch((error: unknown) => (error instanceof TargetUnavailable ? "" : "failed: ") + describe(error))
+}
+
 const measureGroups = async (): Promise<Array<LoadRow>> => {
   const rows: Array<LoadRow> = []
   for (const group of loadGroups) {
@@ -62,10 +105,7 @@ const measureGroups = async (): Promise<Array<LoadRow>> => {
     const ensure = async (id: string): Promise<RunningTarget | string> => {
       const known = running.get(id)
       if (known !== undefined) return known
-      progress(`starting ${findTarget(id).label}`)
-      const started = await findTarget(id)
-        .start()
-        .catch((error: unknown) => (error instanceof TargetUnavailable ? "" : "failed: ") + describe(error))
+      const started = await startTarget(id)
       running.set(id, started)
       return started
     }
@@ -88,7 +128,7 @@ const measureGroups = async (): Promise<Array<LoadRow>> => {
             durationMs: durationS * 1000,
             warmupMs: warmupS * 1000,
             method: group.method,
-            ...(group.headers === undefined ? {} : { headers: group.headers }),
+            headers: { ...group.headers, ...started.headers },
             ...(group.body === undefined ? {} : { body: group.body })
           })
           progress(`  ${result.rps.toFixed(0)} req/s, p50 ${result.p50Ms.toFixed(3)} ms, ${result.errors} errors`)
@@ -109,10 +149,45 @@ const measureGroups = async (): Promise<Array<LoadRow>> => {
   })
 }
 
+const measureSequences = async (): Promise<Array<SequenceGroupReport>> => {
+  const reports: Array<SequenceGroupReport> = []
+  for (const group of sequenceGroups) {
+    const target = findTarget(group.target)
+    const counts = sequenceCounts(group)
+    const head = { group: group.id, title: group.title, target: target.id, targetLabel: target.label, ...counts }
+    const rows = group.queries.map((query) => ({ label: query.label, path: query.path }))
+    const started = await startTarget(group.target)
+    if (typeof started === "string") {
+      progress(`${group.title}: skipped (${started})`)
+      reports.push({ ...head, skipped: started, rows })
+      continue
+    }
+    try {
+      const measured = []
+      for (const query of group.queries) {
+        progress(`${query.label}: ${counts.warmup} warm-up + ${counts.requests} sequential requests`)
+        const result = await runSequence({
+          origin: started.origin,
+          path: query.path,
+          ...counts,
+          ...(started.headers === undefined ? {} : { headers: started.headers })
+        })
+        progress(`  p50 ${result.p50Ms.toFixed(3)} ms, p95 ${result.p95Ms.toFixed(3)} ms, ${result.errors} errors`)
+        measured.push({ label: query.label, path: query.path, result })
+      }
+      reports.push({ ...head, ...(started.seed === undefined ? {} : { seed: started.seed }), rows: measured })
+    } finally {
+      await started.stop()
+    }
+  }
+  return reports
+}
+
 const main = async (): Promise<number> => {
   const startedAt = new Date().toISOString()
   progress(
-    `bench: ${rowCount} load rows, ${durationS} s each after ${warmupS} s warm-up; hard cap ${hardCapMs / 1000} s`
+    `bench: ${rowCount} load rows, ${durationS} s each after ${warmupS} s warm-up; ` +
+      `${sequenceGroups.length} sequence group(s), seed ${seedCount}; hard cap ${hardCapMs / 1000} s`
   )
   let coldStart: ColdStartResult | undefined
   let coldStartError: string | undefined
@@ -125,20 +200,24 @@ const main = async (): Promise<number> => {
     progress(`  failed: ${coldStartError}`)
   }
   const load = await measureGroups()
+  const sequences = await measureSequences()
   const report: BenchReport = {
     version: 1,
     startedAt,
     finishedAt: new Date().toISOString(),
     machine: machineInfo(),
-    options: { durationS, warmupS },
+    options: { durationS, warmupS, seedCount },
     ...(coldStart === undefined ? {} : { coldStart }),
     ...(coldStartError === undefined ? {} : { coldStartError }),
-    load
+    load,
+    sequences
   }
   process.stdout.write(formatTable(report))
   await writeJson(resultsFile, report)
   progress(`done; wrote ${resultsFile}`)
-  const failed = coldStartError !== undefined || load.some((row) => row.skipped?.startsWith("failed: ") === true)
+  const broke = (skipped: string | undefined) => skipped?.startsWith("failed: ") === true
+  const failed =
+    coldStartError !== undefined || load.some((row) => broke(row.skipped)) || sequences.some((g) => broke(g.skipped))
   return failed ? 1 : 0
 }
 
