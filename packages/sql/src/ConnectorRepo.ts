@@ -52,6 +52,8 @@ export class ConnectorRepo extends Context.Service<
         definition: unknown,
         now: Date
       ) {
+        // Concurrent creates would read the same MAX(version): the connector's row lock serialises them.
+        yield* sql`SELECT 1 FROM connectors WHERE id = ${connectorId} FOR UPDATE`
         const rows = yield* sql`
           INSERT INTO connector_versions (connector_id, version, state, definition, created_at, updated_at)
           SELECT ${connectorId}, COALESCE(MAX(version), 0) + 1, 'draft', ${jsonb(definition)}, ${now}, ${now}
