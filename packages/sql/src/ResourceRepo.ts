@@ -13,7 +13,6 @@ import type { Selector } from "@svc/domain/Selector"
 import {
   accessWhere,
   escapeLike,
-  isUniqueViolation,
   NameTaken,
   namespaceWhere,
   selectPage,
@@ -104,7 +103,9 @@ export class ResourceRepo extends Context.Service<
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       const nameTaken = (error: SqlError): Effect.Effect<never, NameTaken | SqlError> =>
-        isUniqueViolation(error) ? Effect.fail(new NameTaken()) : Effect.fail(error)
+        error.reason._tag === "UniqueViolation"
+          ? Effect.fail(new NameTaken({ constraint: error.reason.constraint }))
+          : Effect.fail(error)
       const decodeAll = <S extends Schema.Top>(schema: S, rows: ReadonlyArray<unknown>) =>
         Schema.decodeUnknownEffect(Schema.Array(schema))(rows).pipe(Effect.orDie)
 

@@ -6,13 +6,13 @@ import type { AccessClause, AccessFilter } from "@svc/domain/PermissionMatcher"
 import type { NamespaceFilter } from "@svc/domain/Resource"
 import { Data } from "effect"
 import type { SqlClient, Statement } from "effect/sql"
-import type { SqlError } from "effect/sql/SqlError"
 
-/** A create or rename collided with a live resource's name (spec 2.2 rule 3). */
-export class NameTaken extends Data.TaggedError("NameTaken")<{}> {}
+/**
+ * A create or rename collided with a live resource's name (spec 2.2 rule 3) or another live
+ * unique value; `constraint` names the index, for the caller to tell them apart (never shown).
+ */
+export class NameTaken extends Data.TaggedError("NameTaken")<{ readonly constraint: string }> {}
 
-/** True when a statement failed on a unique index. */
-export const isUniqueViolation = (error: SqlError): boolean => error.reason._tag === "UniqueViolation"
 
 /** Escapes `%`, `_` and `\` for a LIKE pattern (default escape character). */
 export const escapeLike = (text: string): string => text.replace(/[\\%_]/g, (c) => `\\${c}`)

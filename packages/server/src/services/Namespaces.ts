@@ -68,16 +68,20 @@ export class Namespaces extends Context.Service<
               ),
         remove: (actor, path) =>
           ops.remove(actor, Kinds.namespaces, path, (row) =>
-            Effect.flatMap(Effect.orDie(repo.namespaceInUse(row.path)), (inUse) =>
-              inUse || row.path === "root"
-                ? Effect.fail(
-                    new Conflict({
-                      error: `namespace ${row.path} still holds namespaces or resources`,
-                      code: "namespace_not_empty"
-                    })
-                  )
-                : Effect.void
-            )
+            row.path === "root"
+              ? Effect.fail(
+                  new Conflict({ error: "the root namespace cannot be deleted", code: "namespace_not_empty" })
+                )
+              : Effect.flatMap(Effect.orDie(repo.namespaceInUse(row.path)), (inUse) =>
+                  inUse
+                    ? Effect.fail(
+                        new Conflict({
+                          error: `namespace ${row.path} still holds namespaces or resources`,
+                          code: "namespace_not_empty"
+                        })
+                      )
+                    : Effect.void
+                )
           )
       })
     })

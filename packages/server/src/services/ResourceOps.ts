@@ -180,12 +180,14 @@ export class ResourceOps extends Context.Service<
           return parents
         })
 
-      const conflict = (kind: KindInfo, name: string, namespace: string) => (_: NameTaken) =>
+      const conflict = (kind: KindInfo, name: string, namespace: string) => (taken: NameTaken) =>
         Effect.fail(
-          new Conflict({
-            error: `a ${kind.noun} named "${name}" already exists in ${namespace}`,
-            code: "name_conflict"
-          })
+          taken.constraint.includes("external_id")
+            ? new Conflict({ error: "an actor with this externalId already exists", code: "external_id_conflict" })
+            : new Conflict({
+                error: `a ${kind.noun} named "${name}" already exists in ${namespace}`,
+                code: "name_conflict"
+              })
         )
 
       const checkAnnotations = (annotations: Readonly<Record<string, string>>) =>
