@@ -10,14 +10,7 @@ import type { SqlError } from "effect/sql/SqlError"
 import type { AccessFilter } from "@svc/domain/PermissionMatcher"
 import type { NamespaceFilter } from "@svc/domain/Resource"
 import type { Selector } from "@svc/domain/Selector"
-import {
-  accessWhere,
-  escapeLike,
-  NameTaken,
-  namespaceWhere,
-  selectPage,
-  type SortColumn
-} from "./ResourceSql.ts"
+import { accessWhere, escapeLike, NameTaken, namespaceWhere, selectPage, type SortColumn } from "./ResourceSql.ts"
 import { selectorWhere } from "./SelectorSql.ts"
 
 /** The resource tables of the main database. */

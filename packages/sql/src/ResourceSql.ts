@@ -13,7 +13,6 @@ import type { SqlClient, Statement } from "effect/sql"
  */
 export class NameTaken extends Data.TaggedError("NameTaken")<{ readonly constraint: string }> {}
 
-
 /** Escapes `%`, `_` and `\` for a LIKE pattern (default escape character). */
 export const escapeLike = (text: string): string => text.replace(/[\\%_]/g, (c) => `\\${c}`)
 
