@@ -11,15 +11,14 @@ import { randomBytes, randomUUID } from "node:crypto"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { isDeepStrictEqual } from "node:util"
-import { Agent, fetch as undiciFetch } from "undici"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { postgres, TestDatabase } from "@svc/sql/TestDatabase"
 import {
-  type CallOptions,
   type ConnectionBody,
+  caller,
+  eventually,
   expectStatus,
   rand,
-  type Reply,
   type Resource,
   resources,
   type Svc
@@ -39,7 +38,6 @@ type Labels = Record<string, string>
 
 const secret = randomBytes(48)
 const keyPrefix = `svc-e2e-${randomUUID()}:`
-const insecure = new Agent({ connect: { rejectUnauthorized: false } })
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 let dir: string
@@ -88,17 +86,6 @@ const stopWorker = async () => {
   stoppedWorkers += worker?.output() ?? ""
   expect(code, logs()).toBe(0)
   worker = undefined
-}
-
-/** Polls `read` until `done` holds or `timeoutMs` passes; returns the last value read. */
-const eventually = async <T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 30_000): Promise<T> => {
-  const deadline = Date.now() + timeoutMs
-  let value = await read()
-  while (!done(value) && Date.now() < deadline) {
-    await sleep(200)
-    value = await read()
-  }
-  return value
 }
 
 const outboxFor = (parents: ReadonlyArray<string>) =>
@@ -150,19 +137,7 @@ beforeAll(async () => {
   apiProcess = startSvc(["serve", "--service", "api", "--service", "admin-api"], { cwd: dir, env })
   await waitForHttp(`http://127.0.0.1:${ports.api}/ping`, apiProcess, 30_000)
   const token = await signHs256("ops")
-  const call = async <T>(method: string, urlPath: string, options: CallOptions = {}): Promise<Reply<T>> => {
-    const bearer = options.token === undefined ? token : options.token
-    const headers: Record<string, string> = {}
-    if (bearer !== null) headers.authorization = `Bearer ${bearer}`
-    if (options.body !== undefined) headers["content-type"] = "application/json"
-    const init = { method, headers, ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) }) }
-    const response =
-      options.service === "admin-api"
-        ? await undiciFetch(`https://127.0.0.1:${ports.adminApi}${urlPath}`, { ...init, dispatcher: insecure })
-        : await fetch(`http://127.0.0.1:${ports.api}${urlPath}`, init)
-    const text = await response.text()
-    return { status: response.status, body: (text === "" ? undefined : JSON.parse(text)) as T }
-  }
+  const call = caller(ports, token)
   svc = { ports, adminToken: token, output: logs, call, sign: signHs256, stop: async () => undefined }
   r = resources(svc)
 

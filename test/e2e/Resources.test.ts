@@ -36,8 +36,7 @@ afterAll(async () => {
 })
 
 /** A fresh namespace directly under root. */
-const freshNamespace = async (prefix: string, extra: Record<string, unknown> = {}) =>
-  (await r.namespace(`root.${prefix}${rand()}`, extra)).path
+const freshNamespace = (prefix: string, extra: Record<string, unknown> = {}) => r.freshNamespace(prefix, extra)
 
 /** The create payload of one resource type in `ns` (connections get a published connector there). */
 const payload = async (segment: string, ns: string, name?: string): Promise<Record<string, unknown>> => {

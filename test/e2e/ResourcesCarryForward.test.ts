@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import {
   type ConnectionBody,
+  eventually,
   expectStatus,
   launch,
   rand,
@@ -29,17 +30,6 @@ afterAll(async () => {
 
 const putLabel = async (segment: string, id: string, key: string, value: string) =>
   expectStatus(await svc.call("PUT", `/api/v1/${segment}/${id}/labels/${key}`, { body: { value } }), 200)
-
-/** Polls `read` until `done` holds (45 s at most); returns the last value read. */
-const eventually = async <T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> => {
-  const deadline = Date.now() + 45_000
-  let value = await read()
-  while (!done(value) && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 250))
-    value = await read()
-  }
-  return value
-}
 
 const noDoublePrefix = (labels: Record<string, string>) =>
   expect(Object.keys(labels).filter((key) => /^svc\/[a-z]+\/svc\//.test(key))).toEqual([])

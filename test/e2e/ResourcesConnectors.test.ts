@@ -31,8 +31,7 @@ afterAll(async () => {
   await svc?.stop()
 })
 
-const freshNamespace = async (prefix: string, extra: Record<string, unknown> = {}) =>
-  (await r.namespace(`root.${prefix}${rand()}`, extra)).path
+const freshNamespace = (prefix: string, extra: Record<string, unknown> = {}) => r.freshNamespace(prefix, extra)
 
 const version = async (connectorId: string, v: number) =>
   expectStatus<VersionBody>(await svc.call("GET", `/api/v1/connectors/${connectorId}/versions/${v}`), 200)

@@ -113,6 +113,47 @@ const exists = (file: string) =>
     () => false
   )
 
+/** JSON calls to the api (HTTP) or admin-api (HTTPS, self-signed) of a running svc; `adminToken` by default. */
+export const caller =
+  (ports: Ports, adminToken: string) =>
+  async <T>(method: string, urlPath: string, options: CallOptions = {}): Promise<Reply<T>> => {
+    const token = options.token === undefined ? adminToken : options.token
+    const headers: Record<string, string> = {}
+    if (token !== null) headers.authorization = `Bearer ${token}`
+    if (options.body !== undefined) headers["content-type"] = "application/json"
+    const body = options.body === undefined ? undefined : JSON.stringify(options.body)
+    const response =
+      options.service === "admin-api"
+        ? await undiciFetch(`https://127.0.0.1:${ports.adminApi}${urlPath}`, {
+            method,
+            headers,
+            ...(body === undefined ? {} : { body }),
+            dispatcher: insecure
+          })
+        : await fetch(`http://127.0.0.1:${ports.api}${urlPath}`, {
+            method,
+            headers,
+            ...(body === undefined ? {} : { body })
+          })
+    const text = await response.text()
+    return { status: response.status, body: (text === "" ? undefined : JSON.parse(text)) as T }
+  }
+
+/** Polls `read` until `done` holds or `timeoutMs` passes; returns the last value read. */
+export const eventually = async <T>(
+  read: () => Promise<T>,
+  done: (value: T) => boolean,
+  timeoutMs = 45_000
+): Promise<T> => {
+  const deadline = Date.now() + timeoutMs
+  let value = await read()
+  while (!done(value) && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    value = await read()
+  }
+  return value
+}
+
 /** Starts `svc serve` (embedded default) in a fresh temp dir and waits until the api answers. */
 export const launch = async (prefix: string): Promise<Svc> => {
   const dir = await tempDir(prefix)
@@ -137,28 +178,7 @@ export const launch = async (prefix: string): Promise<Svc> => {
     throw error
   })
 
-  const call = async <T>(method: string, urlPath: string, options: CallOptions = {}): Promise<Reply<T>> => {
-    const token = options.token === undefined ? adminToken : options.token
-    const headers: Record<string, string> = {}
-    if (token !== null) headers.authorization = `Bearer ${token}`
-    if (options.body !== undefined) headers["content-type"] = "application/json"
-    const body = options.body === undefined ? undefined : JSON.stringify(options.body)
-    const response =
-      options.service === "admin-api"
-        ? await undiciFetch(`https://127.0.0.1:${ports.adminApi}${urlPath}`, {
-            method,
-            headers,
-            ...(body === undefined ? {} : { body }),
-            dispatcher: insecure
-          })
-        : await fetch(`http://127.0.0.1:${ports.api}${urlPath}`, {
-            method,
-            headers,
-            ...(body === undefined ? {} : { body })
-          })
-    const text = await response.text()
-    return { status: response.status, body: (text === "" ? undefined : JSON.parse(text)) as T }
-  }
+  const call = caller(ports, adminToken)
 
   const sign = (externalId: string, claims: Record<string, unknown> = {}) =>
     new SignJWT(claims)
@@ -267,5 +287,8 @@ export const resources = (svc: Svc, token?: string) => {
   }
   const connection = (connectorId: string, extra: Record<string, unknown> = {}) =>
     create<ConnectionBody>("connections", { connectorId, ...extra })
-  return { create, get, list, listAll, namespace, connector, publish, publishedConnector, connection }
+  /** A fresh namespace directly under root; returns its path. */
+  const freshNamespace = async (prefix: string, extra: Record<string, unknown> = {}) =>
+    (await namespace(`root.${prefix}${rand()}`, extra)).path
+  return { create, get, list, listAll, namespace, freshNamespace, connector, publish, publishedConnector, connection }
 }

@@ -4,7 +4,7 @@
  */
 import { Schema } from "effect"
 import { Labels } from "./Labels.ts"
-import { isNamespacePath, NamespacePath } from "./PermissionMatcher.ts"
+import { isNamespacePath, NamespacePath, pathMatches } from "./PermissionMatcher.ts"
 
 /** spec 2.2: a display name, case-sensitive; 1–63 of `[A-Za-z0-9._-]`, starting alphanumeric. */
 export const ResourceName = Schema.String.check(
@@ -47,7 +47,7 @@ export const NamespaceFilterParam = Schema.String.check(
 
 /** True when `namespace` passes `filter`. */
 export const namespaceFilterMatches = (filter: NamespaceFilter, namespace: string): boolean =>
-  namespace === filter.path || (filter.subtree && namespace.startsWith(`${filter.path}.`))
+  pathMatches(filter.path, filter.subtree, namespace)
 
 /** The parent of a namespace path, `undefined` for `root`. */
 export const parentNamespace = (path: string): string | undefined => {

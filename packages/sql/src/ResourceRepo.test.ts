@@ -1,5 +1,5 @@
 import { assert, layer } from "@effect/vitest"
-import { type AccessClause, type AccessFilter, accessAllows } from "@svc/domain/PermissionMatcher"
+import { type AccessClause, type AccessFilter, accessAllows } from "@svc/domain/AccessFilter"
 import { parseSelector } from "@svc/domain/Selector"
 import { DateTime, Effect, Layer, Option, Result } from "effect"
 import { SqlClient } from "effect/sql"

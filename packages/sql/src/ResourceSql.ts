@@ -2,7 +2,7 @@
  * SQL building blocks shared by the resource repositories: permission filters, namespace
  * filters, keyset pagination and the mapping of unique violations to name conflicts.
  */
-import type { AccessClause, AccessFilter } from "@svc/domain/PermissionMatcher"
+import type { AccessClause, AccessFilter } from "@svc/domain/AccessFilter"
 import type { NamespaceFilter } from "@svc/domain/Resource"
 import { Data } from "effect"
 import type { SqlClient, Statement } from "effect/sql"

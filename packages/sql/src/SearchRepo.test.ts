@@ -1,5 +1,5 @@
 import { assert, layer } from "@effect/vitest"
-import type { AccessFilter } from "@svc/domain/PermissionMatcher"
+import type { AccessFilter } from "@svc/domain/AccessFilter"
 import { Effect, Layer } from "effect"
 import * as Migrations from "./Migrations.ts"
 import { jsonb, ResourceRepo } from "./ResourceRepo.ts"

@@ -2,7 +2,7 @@
  * Resource search (spec 4.1): names and user-label values, ranked exact name, name prefix, then
  * name substring and label-value matches; each table filtered by the caller's access first.
  */
-import type { AccessFilter } from "@svc/domain/PermissionMatcher"
+import type { AccessFilter } from "@svc/domain/AccessFilter"
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"

@@ -29,19 +29,23 @@ const strictPayload = { errors: "all", onExcessProperty: "error" } as const
 const allErrors = { errors: "all" } as const
 const strictQuery = { errors: "all", onExcessProperty: "error" } as const
 
+/** The resource groups both the api and the admin-api serve. */
+const resourceGroups = [NamespacesApi, ActorsApi, ConnectorsApi, ConnectionsApi, KeysApi, RateLimitsApi] as const
+const metadataGroups = [
+  NamespacesMetadataApi,
+  ActorsMetadataApi,
+  ConnectorsMetadataApi,
+  ConnectionsMetadataApi,
+  KeysMetadataApi,
+  RateLimitsMetadataApi
+] as const
+
 /** Application API (service id `api`, default port 8081). */
 export class ApiV1 extends HttpApi.make("api")
   .add(SystemApi)
   .add(AuthApi)
-  .add(NamespacesApi, ActorsApi, ConnectorsApi, ConnectionsApi, KeysApi, RateLimitsApi)
-  .add(
-    NamespacesMetadataApi,
-    ActorsMetadataApi,
-    ConnectorsMetadataApi,
-    ConnectionsMetadataApi,
-    KeysMetadataApi,
-    RateLimitsMetadataApi
-  )
+  .add(...resourceGroups)
+  .add(...metadataGroups)
   .annotate(OpenApi.Title, "svc application API")
   .annotate(OpenApi.Version, "v1")
   .annotate(HttpApi.PayloadParseOptions, strictPayload)
@@ -52,15 +56,8 @@ export class ApiV1 extends HttpApi.make("api")
 export class AdminApiV1 extends HttpApi.make("admin-api")
   .add(SystemApi)
   .add(AuthApi)
-  .add(NamespacesApi, ActorsApi, ConnectorsApi, ConnectionsApi, KeysApi, RateLimitsApi)
-  .add(
-    NamespacesMetadataApi,
-    ActorsMetadataApi,
-    ConnectorsMetadataApi,
-    ConnectionsMetadataApi,
-    KeysMetadataApi,
-    RateLimitsMetadataApi
-  )
+  .add(...resourceGroups)
+  .add(...metadataGroups)
   .add(SearchApi)
   .annotate(OpenApi.Title, "svc admin API")
   .annotate(OpenApi.Version, "v1")

@@ -2,12 +2,15 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { CreateRateLimit, RateLimit, UpdateRateLimit } from "../RateLimit.ts"
-import { Limit, NamespaceFilterParam, OrderParam, Page } from "../Resource.ts"
-import { LabelSelector } from "../Selector.ts"
-import { orderFields, permission, resourceErrors } from "./Endpoints.ts"
+import { Page } from "../Resource.ts"
+import { listQuery, permission, resourceErrors } from "./Endpoints.ts"
 import { Authentication, RequiredPermission } from "./Security.ts"
 
 const params = { id: Schema.String }
+
+// spec 4.6 spells the selector filter of this list `label_selector`.
+const { labelSelector, ...commonQuery } = listQuery
+const rateLimitQuery = { ...commonQuery, label_selector: labelSelector }
 
 export class RateLimitsApi extends HttpApiGroup.make("rateLimits")
   .add(
@@ -19,14 +22,7 @@ export class RateLimitsApi extends HttpApiGroup.make("rateLimits")
       .annotate(RequiredPermission, permission("rate_limits", "create"))
       .annotate(OpenApi.Description, "Creates a rate-limit rule; the definition is validated in full."),
     HttpApiEndpoint.get("list", "/api/v1/rate-limits", {
-      query: {
-        limit: Schema.optionalKey(Limit),
-        cursor: Schema.optionalKey(Schema.String),
-        order: Schema.optionalKey(OrderParam(orderFields)),
-        name: Schema.optionalKey(Schema.String),
-        namespace: Schema.optionalKey(NamespaceFilterParam),
-        label_selector: Schema.optionalKey(LabelSelector)
-      },
+      query: rateLimitQuery,
       success: Page(RateLimit),
       error: resourceErrors
     })

@@ -10,7 +10,7 @@ import type { ConnectorsApi } from "@svc/domain/http/ConnectorsApi"
 import type { KeysApi } from "@svc/domain/http/KeysApi"
 import type { NamespacesApi } from "@svc/domain/http/NamespacesApi"
 import type { RateLimitsApi } from "@svc/domain/http/RateLimitsApi"
-import { CurrentActor } from "@svc/domain/http/Security"
+import { type AuthenticatedActor, CurrentActor } from "@svc/domain/http/Security"
 import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Actors } from "../services/Actors.ts"
@@ -20,87 +20,85 @@ import { Keys } from "../services/Keys.ts"
 import { Namespaces } from "../services/Namespaces.ts"
 import { RateLimits } from "../services/RateLimits.ts"
 
+/** Runs `f` with the authenticated caller of the request. */
+export const withActor = <A, E, R>(f: (actor: AuthenticatedActor) => Effect.Effect<A, E, R>) =>
+  Effect.flatMap(CurrentActor, f)
+
 const namespaces = (h: HttpApiBuilder.Handlers.FromGroup<typeof NamespacesApi>) =>
   Effect.map(Namespaces, (svc) =>
     h
-      .handle("create", ({ payload }) => Effect.flatMap(CurrentActor, (a) => svc.create(a, payload)))
-      .handle("list", ({ query }) => Effect.flatMap(CurrentActor, (a) => svc.list(a, query)))
-      .handle("get", ({ params }) => Effect.flatMap(CurrentActor, (a) => svc.get(a, params.path)))
-      .handle("update", ({ params, payload }) =>
-        Effect.flatMap(CurrentActor, (a) => svc.update(a, params.path, payload))
-      )
-      .handle("delete", ({ params }) => Effect.flatMap(CurrentActor, (a) => svc.remove(a, params.path)))
+      .handle("create", ({ payload }) => withActor((a) => svc.create(a, payload)))
+      .handle("list", ({ query }) => withActor((a) => svc.list(a, query)))
+      .handle("get", ({ params }) => withActor((a) => svc.get(a, params.path)))
+      .handle("update", ({ params, payload }) => withActor((a) => svc.update(a, params.path, payload)))
+      .handle("delete", ({ params }) => withActor((a) => svc.remove(a, params.path)))
   )
 
 const actors = (h: HttpApiBuilder.Handlers.FromGroup<typeof ActorsApi>) =>
   Effect.map(Actors, (svc) =>
     h
-      .handle("create", ({ payload }) => Effect.flatMap(CurrentActor, (a) => svc.create(a, payload)))
+      .handle("create", ({ payload }) => withActor((a) => svc.create(a, payload)))
       .handle("list", ({ query }) =>
-        Effect.flatMap(CurrentActor, (a) => svc.list(a, { ...query, equals: { externalId: query.externalId } }))
+        withActor((a) => svc.list(a, { ...query, equals: { externalId: query.externalId } }))
       )
-      .handle("get", ({ params }) => Effect.flatMap(CurrentActor, (a) => svc.get(a, params.id)))
-      .handle("update", ({ params, payload }) => Effect.flatMap(CurrentActor, (a) => svc.update(a, params.id, payload)))
-      .handle("delete", ({ params }) => Effect.flatMap(CurrentActor, (a) => svc.remove(a, params.id)))
+      .handle("get", ({ params }) => withActor((a) => svc.get(a, params.id)))
+      .handle("update", ({ params, payload }) => withActor((a) => svc.update(a, params.id, payload)))
+      .handle("delete", ({ params }) => withActor((a) => svc.remove(a, params.id)))
   )
 
 const connectors = (h: HttpApiBuilder.Handlers.FromGroup<typeof ConnectorsApi>) =>
   Effect.map(Connectors, (svc) =>
     h
-      .handle("create", ({ payload }) => Effect.flatMap(CurrentActor, (a) => svc.create(a, payload)))
+      .handle("create", ({ payload }) => withActor((a) => svc.create(a, payload)))
       .handle("list", ({ query }) =>
-        Effect.flatMap(CurrentActor, (a) => svc.list(a, { ...query, equals: { state: query.state, type: query.type } }))
+        withActor((a) => svc.list(a, { ...query, equals: { state: query.state, type: query.type } }))
       )
-      .handle("get", ({ params }) => Effect.flatMap(CurrentActor, (a) => svc.get(a, params.id)))
-      .handle("update", ({ params, payload }) => Effect.flatMap(CurrentActor, (a) => svc.update(a, params.id, payload)))
+      .handle("get", ({ params }) => withActor((a) => svc.get(a, params.id)))
+      .handle("update", ({ params, payload }) => withActor((a) => svc.update(a, params.id, payload)))
       .handle("createVersion", ({ params, payload }) =>
-        Effect.flatMap(CurrentActor, (a) => svc.createVersion(a, params.id, payload.definition))
+        withActor((a) => svc.createVersion(a, params.id, payload.definition))
       )
-      .handle("listVersions", ({ params }) => Effect.flatMap(CurrentActor, (a) => svc.versions(a, params.id)))
-      .handle("getVersion", ({ params }) =>
-        Effect.flatMap(CurrentActor, (a) => svc.version(a, params.id, params.version))
-      )
+      .handle("listVersions", ({ params }) => withActor((a) => svc.versions(a, params.id)))
+      .handle("getVersion", ({ params }) => withActor((a) => svc.version(a, params.id, params.version)))
       .handle("setVersionState", ({ params, payload }) =>
-        Effect.flatMap(CurrentActor, (a) => svc.setVersionState(a, params.id, params.version, payload.state))
+        withActor((a) => svc.setVersionState(a, params.id, params.version, payload.state))
       )
   )
 
 const connections = (h: HttpApiBuilder.Handlers.FromGroup<typeof ConnectionsApi>) =>
   Effect.map(Connections, (svc) =>
     h
-      .handle("create", ({ payload }) => Effect.flatMap(CurrentActor, (a) => svc.create(a, payload)))
+      .handle("create", ({ payload }) => withActor((a) => svc.create(a, payload)))
       .handle("list", ({ query }) =>
-        Effect.flatMap(CurrentActor, (a) =>
-          svc.list(a, { ...query, equals: { state: query.state, connectorId: query.connectorId } })
-        )
+        withActor((a) => svc.list(a, { ...query, equals: { state: query.state, connectorId: query.connectorId } }))
       )
-      .handle("get", ({ params }) => Effect.flatMap(CurrentActor, (a) => svc.get(a, params.id)))
-      .handle("update", ({ params, payload }) => Effect.flatMap(CurrentActor, (a) => svc.update(a, params.id, payload)))
+      .handle("get", ({ params }) => withActor((a) => svc.get(a, params.id)))
+      .handle("update", ({ params, payload }) => withActor((a) => svc.update(a, params.id, payload)))
   )
 
 const keys = (h: HttpApiBuilder.Handlers.FromGroup<typeof KeysApi>) =>
   Effect.map(Keys, (svc) =>
     h
-      .handle("create", ({ payload }) => Effect.flatMap(CurrentActor, (a) => svc.create(a, payload)))
-      .handle("list", ({ query }) => Effect.flatMap(CurrentActor, (a) => svc.list(a, query)))
-      .handle("get", ({ params }) => Effect.flatMap(CurrentActor, (a) => svc.get(a, params.id)))
-      .handle("update", ({ params, payload }) => Effect.flatMap(CurrentActor, (a) => svc.update(a, params.id, payload)))
-      .handle("delete", ({ params }) => Effect.flatMap(CurrentActor, (a) => svc.remove(a, params.id)))
+      .handle("create", ({ payload }) => withActor((a) => svc.create(a, payload)))
+      .handle("list", ({ query }) => withActor((a) => svc.list(a, query)))
+      .handle("get", ({ params }) => withActor((a) => svc.get(a, params.id)))
+      .handle("update", ({ params, payload }) => withActor((a) => svc.update(a, params.id, payload)))
+      .handle("delete", ({ params }) => withActor((a) => svc.remove(a, params.id)))
   )
 
 const rateLimits = (h: HttpApiBuilder.Handlers.FromGroup<typeof RateLimitsApi>) =>
   Effect.map(RateLimits, (svc) =>
     h
-      .handle("create", ({ payload }) => Effect.flatMap(CurrentActor, (a) => svc.create(a, payload)))
+      .handle("create", ({ payload }) => withActor((a) => svc.create(a, payload)))
       .handle("list", ({ query }) =>
-        Effect.flatMap(CurrentActor, (a) => {
+        withActor((a) => {
           const { label_selector, ...rest } = query
           return svc.list(a, { ...rest, labelSelector: label_selector })
         })
       )
-      .handle("get", ({ params }) => Effect.flatMap(CurrentActor, (a) => svc.get(a, params.id)))
-      .handle("update", ({ params, payload }) => Effect.flatMap(CurrentActor, (a) => svc.update(a, params.id, payload)))
-      .handle("delete", ({ params }) => Effect.flatMap(CurrentActor, (a) => svc.remove(a, params.id)))
+      .handle("get", ({ params }) => withActor((a) => svc.get(a, params.id)))
+      .handle("update", ({ params, payload }) => withActor((a) => svc.update(a, params.id, payload)))
+      .handle("delete", ({ params }) => withActor((a) => svc.remove(a, params.id)))
   )
 
 /** The resource groups of the api service. */

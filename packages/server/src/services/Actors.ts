@@ -8,12 +8,13 @@ import type { Permission } from "@svc/domain/Auth"
 import { BadRequest, Conflict } from "@svc/domain/Errors"
 import type { AuthenticatedActor } from "@svc/domain/http/Security"
 import { makeId } from "@svc/domain/Ids"
+import { pathMatches } from "@svc/domain/PermissionMatcher"
 import { ActorRepo } from "@svc/sql/ActorRepo"
 import { jsonb } from "@svc/sql/ResourceRepo"
 import type { ActorResourceRow } from "@svc/sql/Rows"
 import { Context, Effect, Layer, Option } from "effect"
 import { ActorDirectory } from "./ActorDirectory.ts"
-import { type ListRequest, Listing } from "./Listing.ts"
+import { type ListPage, type ListRequest, Listing } from "./Listing.ts"
 import * as Present from "./Presenters.ts"
 import * as Kinds from "./ResourceKinds.ts"
 import { type ResourceError, ResourceOps } from "./ResourceOps.ts"
@@ -22,8 +23,7 @@ const within = (namespace: string, pattern: string): boolean => {
   if (namespace === "root") return true
   const template = pattern.indexOf("{{")
   if (template !== -1) return pattern.slice(0, template).startsWith(`${namespace}.`)
-  const base = pattern.endsWith(".**") ? pattern.slice(0, -3) : pattern
-  return base === namespace || base.startsWith(`${namespace}.`)
+  return pathMatches(namespace, true, pattern.endsWith(".**") ? pattern.slice(0, -3) : pattern)
 }
 
 /** spec 5: an actor's grants may not reach outside its namespace (root actors excepted). */
@@ -59,10 +59,7 @@ export class Actors extends Context.Service<
   Actors,
   {
     readonly create: (actor: AuthenticatedActor, body: CreateActor) => Effect.Effect<Actor, ResourceError>
-    readonly list: (
-      actor: AuthenticatedActor,
-      query: ListRequest
-    ) => Effect.Effect<{ items: ReadonlyArray<Actor>; cursor?: string }, BadRequest>
+    readonly list: (actor: AuthenticatedActor, query: ListRequest) => Effect.Effect<ListPage<Actor>, BadRequest>
     readonly get: (actor: AuthenticatedActor, id: string) => Effect.Effect<Actor, ResourceError>
     readonly update: (actor: AuthenticatedActor, id: string, body: UpdateActor) => Effect.Effect<Actor, ResourceError>
     readonly remove: (actor: AuthenticatedActor, id: string) => Effect.Effect<void, ResourceError>
@@ -102,8 +99,6 @@ export class Actors extends Context.Service<
       })
 
       const update = Effect.fn("Actors.update")(function* (actor: AuthenticatedActor, id: string, body: UpdateActor) {
-        const current = yield* ops.load(actor, Kinds.actors, id, "update")
-        if (body.permissions !== undefined) yield* checkScope(current.namespace, body.permissions)
         const row = yield* ops.update(
           actor,
           Kinds.actors,
@@ -114,25 +109,24 @@ export class Actors extends Context.Service<
             annotations: body.annotations,
             columns: body.permissions === undefined ? {} : { permissions: jsonb(body.permissions) }
           },
-          readOnly
+          (current) =>
+            Effect.andThen(
+              body.permissions === undefined ? Effect.void : checkScope(current.namespace, body.permissions),
+              readOnly(current)
+            )
         )
         yield* directory.invalidate(row.externalId)
         return Present.actor(row)
       })
 
       const remove = Effect.fn("Actors.remove")(function* (actor: AuthenticatedActor, id: string) {
-        const current = yield* ops.load(actor, Kinds.actors, id, "delete")
-        yield* ops.remove(actor, Kinds.actors, id, readOnly)
-        yield* directory.invalidate(current.externalId)
+        const removed = yield* ops.remove(actor, Kinds.actors, id, readOnly)
+        yield* directory.invalidate(removed.externalId)
       })
 
       return Actors.of({
         create,
-        list: (actor, query) =>
-          Effect.map(listing.list(actor, Kinds.actors, query, { externalId: "externalId" }), (page) => ({
-            items: page.rows.map(Present.actor),
-            ...(page.cursor === undefined ? {} : { cursor: page.cursor })
-          })),
+        list: (actor, query) => listing.list(actor, Kinds.actors, query, Present.actor, { externalId: "externalId" }),
         get: (actor, id) => Effect.map(ops.load(actor, Kinds.actors, id, "get"), Present.actor),
         update,
         remove,

@@ -12,7 +12,7 @@ import { namespaceFilterMatches } from "@svc/domain/Resource"
 import { ConnectorRepo } from "@svc/sql/ConnectorRepo"
 import { jsonb } from "@svc/sql/ResourceRepo"
 import { Context, Effect, Layer, Option, Schema } from "effect"
-import { type ListRequest, Listing } from "./Listing.ts"
+import { type ListPage, type ListRequest, Listing } from "./Listing.ts"
 import * as Present from "./Presenters.ts"
 import * as Kinds from "./ResourceKinds.ts"
 import { type ResourceError, ResourceOps } from "./ResourceOps.ts"
@@ -24,10 +24,7 @@ export class Connections extends Context.Service<
   Connections,
   {
     readonly create: (actor: AuthenticatedActor, body: CreateConnection) => Effect.Effect<Connection, ResourceError>
-    readonly list: (
-      actor: AuthenticatedActor,
-      query: ListRequest
-    ) => Effect.Effect<{ items: ReadonlyArray<Connection>; cursor?: string }, BadRequest>
+    readonly list: (actor: AuthenticatedActor, query: ListRequest) => Effect.Effect<ListPage<Connection>, BadRequest>
     readonly get: (actor: AuthenticatedActor, id: string) => Effect.Effect<Connection, ResourceError>
     readonly update: (
       actor: AuthenticatedActor,
@@ -104,13 +101,10 @@ export class Connections extends Context.Service<
       return Connections.of({
         create,
         list: (actor, query) =>
-          Effect.map(
-            listing.list(actor, Kinds.connections, query, { state: "state", connectorId: "connectorId" }),
-            (page) => ({
-              items: page.rows.map(Present.connection),
-              ...(page.cursor === undefined ? {} : { cursor: page.cursor })
-            })
-          ),
+          listing.list(actor, Kinds.connections, query, Present.connection, {
+            state: "state",
+            connectorId: "connectorId"
+          }),
         get: (actor, id) => Effect.map(ops.load(actor, Kinds.connections, id, "get"), Present.connection),
         update: (actor, id, body) =>
           Effect.map(

@@ -16,7 +16,7 @@ import { makeId } from "@svc/domain/Ids"
 import { ConnectorRepo } from "@svc/sql/ConnectorRepo"
 import { ResourceRepo } from "@svc/sql/ResourceRepo"
 import { Context, DateTime, Effect, Layer, Option } from "effect"
-import { type ListRequest, Listing } from "./Listing.ts"
+import { type ListPage, type ListRequest, Listing } from "./Listing.ts"
 import * as Present from "./Presenters.ts"
 import * as Kinds from "./ResourceKinds.ts"
 import { orDie, type ResourceError, ResourceOps } from "./ResourceOps.ts"
@@ -32,10 +32,7 @@ export class Connectors extends Context.Service<
   Connectors,
   {
     readonly create: (actor: AuthenticatedActor, body: CreateConnector) => Effect.Effect<Connector, ResourceError>
-    readonly list: (
-      actor: AuthenticatedActor,
-      query: ListRequest
-    ) => Effect.Effect<{ items: ReadonlyArray<Connector>; cursor?: string }, BadRequest>
+    readonly list: (actor: AuthenticatedActor, query: ListRequest) => Effect.Effect<ListPage<Connector>, BadRequest>
     readonly get: (actor: AuthenticatedActor, id: string) => Effect.Effect<Connector, ResourceError>
     readonly update: (
       actor: AuthenticatedActor,
@@ -156,10 +153,7 @@ export class Connectors extends Context.Service<
         return Connectors.of({
           create,
           list: (actor, query) =>
-            Effect.map(listing.list(actor, Kinds.connectors, query, { state: "state", type: "type" }), (page) => ({
-              items: page.rows.map(Present.connector),
-              ...(page.cursor === undefined ? {} : { cursor: page.cursor })
-            })),
+            listing.list(actor, Kinds.connectors, query, Present.connector, { state: "state", type: "type" }),
           get: (actor, id) => Effect.map(ops.load(actor, Kinds.connectors, id, "get"), Present.connector),
           update: (actor, id, body) =>
             Effect.map(

@@ -4,7 +4,7 @@ import type { AuthenticatedActor } from "@svc/domain/http/Security"
 import { makeId } from "@svc/domain/Ids"
 import type { CreateKey, Key, UpdateKey } from "@svc/domain/Key"
 import { Context, Effect, Layer } from "effect"
-import { type ListRequest, Listing } from "./Listing.ts"
+import { type ListPage, type ListRequest, Listing } from "./Listing.ts"
 import * as Present from "./Presenters.ts"
 import * as Kinds from "./ResourceKinds.ts"
 import { type ResourceError, ResourceOps } from "./ResourceOps.ts"
@@ -14,10 +14,7 @@ export class Keys extends Context.Service<
   Keys,
   {
     readonly create: (actor: AuthenticatedActor, body: CreateKey) => Effect.Effect<Key, ResourceError>
-    readonly list: (
-      actor: AuthenticatedActor,
-      query: ListRequest
-    ) => Effect.Effect<{ items: ReadonlyArray<Key>; cursor?: string }, BadRequest>
+    readonly list: (actor: AuthenticatedActor, query: ListRequest) => Effect.Effect<ListPage<Key>, BadRequest>
     readonly get: (actor: AuthenticatedActor, id: string) => Effect.Effect<Key, ResourceError>
     readonly update: (actor: AuthenticatedActor, id: string, body: UpdateKey) => Effect.Effect<Key, ResourceError>
     readonly remove: (actor: AuthenticatedActor, id: string) => Effect.Effect<void, ResourceError>
@@ -41,18 +38,14 @@ export class Keys extends Context.Service<
             }),
             Present.key
           ),
-        list: (actor, query) =>
-          Effect.map(listing.list(actor, Kinds.keys, query), (page) => ({
-            items: page.rows.map(Present.key),
-            ...(page.cursor === undefined ? {} : { cursor: page.cursor })
-          })),
+        list: (actor, query) => listing.list(actor, Kinds.keys, query, Present.key),
         get: (actor, id) => Effect.map(ops.load(actor, Kinds.keys, id, "get"), Present.key),
         update: (actor, id, body) =>
           Effect.map(
             ops.update(actor, Kinds.keys, id, { name: body.name, labels: body.labels, annotations: body.annotations }),
             Present.key
           ),
-        remove: (actor, id) => ops.remove(actor, Kinds.keys, id)
+        remove: (actor, id) => Effect.asVoid(ops.remove(actor, Kinds.keys, id))
       })
     })
   )

@@ -5,7 +5,7 @@
  */
 import { BadRequest } from "@svc/domain/Errors"
 import type { AuthenticatedActor } from "@svc/domain/http/Security"
-import { accessFilter } from "@svc/domain/PermissionMatcher"
+import { accessFilter } from "@svc/domain/AccessFilter"
 import {
   type CursorState,
   decodeCursor,
@@ -33,10 +33,10 @@ export interface ListRequest {
   readonly equals?: Readonly<Record<string, string | undefined>> | undefined
 }
 
-/** A page of rows and the cursor of the next one. */
-export interface ListPage<Row> {
-  readonly rows: ReadonlyArray<Row>
-  readonly cursor: string | undefined
+/** A list response page (API-CONVENTIONS "Lists"): `cursor` is absent on the last page. */
+export interface ListPage<A> {
+  readonly items: ReadonlyArray<A>
+  readonly cursor?: string
 }
 
 const sortColumns = (kind: Kind<EnvelopeRow>): Record<string, SortColumn> => ({
@@ -52,13 +52,15 @@ const invalidCursor = new BadRequest({ error: "the cursor is not valid for this 
 export class Listing extends Context.Service<
   Listing,
   {
-    readonly list: <Row extends EnvelopeRow>(
+    readonly list: <Row extends EnvelopeRow, A>(
       actor: AuthenticatedActor,
       kind: Kind<Row>,
       request: ListRequest,
+      /** Row → API item. */
+      present: (row: Row) => A,
       /** Query name → column of the equality filters this list accepts. */
       columns?: Readonly<Record<string, string>>
-    ) => Effect.Effect<ListPage<Row>, BadRequest>
+    ) => Effect.Effect<ListPage<A>, BadRequest>
   }
 >()("@svc/server/Listing") {
   static readonly layer: Layer.Layer<Listing, never, ResourceRepo> = Layer.effect(
@@ -66,10 +68,11 @@ export class Listing extends Context.Service<
     Effect.gen(function* () {
       const repo = yield* ResourceRepo
 
-      const list = <Row extends EnvelopeRow>(
+      const list = <Row extends EnvelopeRow, A>(
         actor: AuthenticatedActor,
         kind: Kind<Row>,
         request: ListRequest,
+        present: (row: Row) => A,
         columns: Readonly<Record<string, string>> = {}
       ) =>
         Effect.gen(function* () {
@@ -135,7 +138,8 @@ export class Listing extends Context.Service<
                   after: { value: sortValue(sortField(last, state.order.field, kind)), id: kind.idOf(last) }
                 })
               : undefined
-          return { rows, cursor }
+          const items = rows.map(present)
+          return cursor === undefined ? { items } : { items, cursor }
         }).pipe(Effect.withSpan("Listing.list", { attributes: { type: kind.type } }))
 
       return Listing.of({ list })

@@ -11,19 +11,10 @@ import type { ActorResourceRow } from "@svc/sql/Rows"
 import { Context, Effect, Layer } from "effect"
 import { Actors } from "./Actors.ts"
 import * as Kinds from "./ResourceKinds.ts"
-import type { EnvelopeRow, Kind } from "./ResourceKinds.ts"
+import type { EnvelopeRow } from "./ResourceKinds.ts"
 import { type Guard, type ResourceError, ResourceOps } from "./ResourceOps.ts"
 
 type Which = "labels" | "annotations"
-
-const kindOf: Record<ResourceType, Kind<EnvelopeRow>> = {
-  namespaces: Kinds.namespaces as unknown as Kind<EnvelopeRow>,
-  actors: Kinds.actors as unknown as Kind<EnvelopeRow>,
-  connectors: Kinds.connectors as unknown as Kind<EnvelopeRow>,
-  connections: Kinds.connections as unknown as Kind<EnvelopeRow>,
-  keys: Kinds.keys as unknown as Kind<EnvelopeRow>,
-  rate_limits: Kinds.rateLimits as unknown as Kind<EnvelopeRow>
-}
 
 const invalid = (field: string, message: string) =>
   new BadRequest({ error: message, code: "invalid_request", details: [{ field, message }] })
@@ -78,7 +69,7 @@ export class Metadata extends Context.Service<
         new NotFound({ error: `no ${which === "labels" ? "label" : "annotation"} ${key}`, code: "not_found" })
 
       const all = (actor: AuthenticatedActor, type: ResourceType, which: Which, id: string) =>
-        Effect.map(ops.load(actor, kindOf[type], id, "get"), (row) => row[which])
+        Effect.map(ops.load(actor, Kinds.byType[type], id, "get"), (row) => row[which])
 
       const one = (actor: AuthenticatedActor, type: ResourceType, which: Which, id: string, key: string) =>
         Effect.flatMap(all(actor, type, which, id), (map) =>
@@ -100,7 +91,7 @@ export class Metadata extends Context.Service<
         }
         yield* ops.update(
           actor,
-          kindOf[type],
+          Kinds.byType[type],
           id,
           which === "labels" ? { setLabel: [key, value] } : { setAnnotation: [key, value] },
           guardOf(type)
@@ -120,7 +111,7 @@ export class Metadata extends Context.Service<
         if (!Object.hasOwn(current, key)) return yield* absent(which, key)
         yield* ops.update(
           actor,
-          kindOf[type],
+          Kinds.byType[type],
           id,
           which === "labels" ? { unsetLabel: key } : { unsetAnnotation: key },
           guardOf(type)

@@ -4,7 +4,7 @@ import type { AuthenticatedActor } from "@svc/domain/http/Security"
 import type { CreateNamespace, Namespace, UpdateNamespace } from "@svc/domain/Namespace"
 import { ResourceRepo } from "@svc/sql/ResourceRepo"
 import { Context, Effect, Layer } from "effect"
-import { type ListRequest, Listing } from "./Listing.ts"
+import { type ListPage, type ListRequest, Listing } from "./Listing.ts"
 import * as Present from "./Presenters.ts"
 import * as Kinds from "./ResourceKinds.ts"
 import { type ResourceError, ResourceOps } from "./ResourceOps.ts"
@@ -14,10 +14,7 @@ export class Namespaces extends Context.Service<
   Namespaces,
   {
     readonly create: (actor: AuthenticatedActor, body: CreateNamespace) => Effect.Effect<Namespace, ResourceError>
-    readonly list: (
-      actor: AuthenticatedActor,
-      query: ListRequest
-    ) => Effect.Effect<{ items: ReadonlyArray<Namespace>; cursor?: string }, BadRequest>
+    readonly list: (actor: AuthenticatedActor, query: ListRequest) => Effect.Effect<ListPage<Namespace>, BadRequest>
     readonly get: (actor: AuthenticatedActor, path: string) => Effect.Effect<Namespace, ResourceError>
     readonly update: (
       actor: AuthenticatedActor,
@@ -48,11 +45,7 @@ export class Namespaces extends Context.Service<
                 }),
                 Present.namespace
               ),
-        list: (actor, query) =>
-          Effect.map(listing.list(actor, Kinds.namespaces, query), (page) => ({
-            items: page.rows.map(Present.namespace),
-            ...(page.cursor === undefined ? {} : { cursor: page.cursor })
-          })),
+        list: (actor, query) => listing.list(actor, Kinds.namespaces, query, Present.namespace),
         get: (actor, path) => Effect.map(ops.load(actor, Kinds.namespaces, path, "get"), Present.namespace),
         update: (actor, path, body) =>
           body.name !== undefined
@@ -67,21 +60,23 @@ export class Namespaces extends Context.Service<
                 Present.namespace
               ),
         remove: (actor, path) =>
-          ops.remove(actor, Kinds.namespaces, path, (row) =>
-            row.path === "root"
-              ? Effect.fail(
-                  new Conflict({ error: "the root namespace cannot be deleted", code: "namespace_not_empty" })
-                )
-              : Effect.flatMap(Effect.orDie(repo.namespaceInUse(row.path)), (inUse) =>
-                  inUse
-                    ? Effect.fail(
-                        new Conflict({
-                          error: `namespace ${row.path} still holds namespaces or resources`,
-                          code: "namespace_not_empty"
-                        })
-                      )
-                    : Effect.void
-                )
+          Effect.asVoid(
+            ops.remove(actor, Kinds.namespaces, path, (row) =>
+              row.path === "root"
+                ? Effect.fail(
+                    new Conflict({ error: "the root namespace cannot be deleted", code: "namespace_not_empty" })
+                  )
+                : Effect.flatMap(Effect.orDie(repo.namespaceInUse(row.path)), (inUse) =>
+                    inUse
+                      ? Effect.fail(
+                          new Conflict({
+                            error: `namespace ${row.path} still holds namespaces or resources`,
+                            code: "namespace_not_empty"
+                          })
+                        )
+                      : Effect.void
+                  )
+            )
           )
       })
     })

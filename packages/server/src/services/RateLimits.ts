@@ -5,7 +5,7 @@ import { makeId } from "@svc/domain/Ids"
 import type { CreateRateLimit, RateLimit, UpdateRateLimit } from "@svc/domain/RateLimit"
 import { jsonb } from "@svc/sql/ResourceRepo"
 import { Context, Effect, Layer } from "effect"
-import { type ListRequest, Listing } from "./Listing.ts"
+import { type ListPage, type ListRequest, Listing } from "./Listing.ts"
 import * as Present from "./Presenters.ts"
 import * as Kinds from "./ResourceKinds.ts"
 import { type ResourceError, ResourceOps } from "./ResourceOps.ts"
@@ -20,10 +20,7 @@ export class RateLimits extends Context.Service<
   RateLimits,
   {
     readonly create: (actor: AuthenticatedActor, body: CreateRateLimit) => Effect.Effect<RateLimit, ResourceError>
-    readonly list: (
-      actor: AuthenticatedActor,
-      query: ListRequest
-    ) => Effect.Effect<{ items: ReadonlyArray<RateLimit>; cursor?: string }, BadRequest>
+    readonly list: (actor: AuthenticatedActor, query: ListRequest) => Effect.Effect<ListPage<RateLimit>, BadRequest>
     readonly get: (actor: AuthenticatedActor, id: string) => Effect.Effect<RateLimit, ResourceError>
     readonly update: (
       actor: AuthenticatedActor,
@@ -51,11 +48,7 @@ export class RateLimits extends Context.Service<
             }),
             Present.rateLimit
           ),
-        list: (actor, query) =>
-          Effect.map(listing.list(actor, Kinds.rateLimits, query), (page) => ({
-            items: page.rows.map(Present.rateLimit),
-            ...(page.cursor === undefined ? {} : { cursor: page.cursor })
-          })),
+        list: (actor, query) => listing.list(actor, Kinds.rateLimits, query, Present.rateLimit),
         get: (actor, id) => Effect.map(ops.load(actor, Kinds.rateLimits, id, "get"), Present.rateLimit),
         update: (actor, id, body) =>
           Effect.map(
@@ -83,7 +76,7 @@ export class RateLimits extends Context.Service<
             ),
             Present.rateLimit
           ),
-        remove: (actor, id) => ops.remove(actor, Kinds.rateLimits, id)
+        remove: (actor, id) => Effect.asVoid(ops.remove(actor, Kinds.rateLimits, id))
       })
     })
   )

@@ -1,6 +1,6 @@
 /** The resource types as the generic resource operations see them (spec 2.1, 2.3, 2.4). */
 import type { ResourceToken } from "@svc/domain/Labels"
-import type { ResourceType } from "@svc/domain/Resource"
+import { type ResourceType, resourceTypes } from "@svc/domain/Resource"
 import { ActorResourceRow, ConnectionRow, ConnectorRow, KeyRow, NamespaceRow, RateLimitRow } from "@svc/sql/Rows"
 import type { PropagationParent, TableName } from "@svc/sql/ResourceRepo"
 import type { DateTime, Schema } from "effect"
@@ -35,68 +35,37 @@ export interface Kind<Row extends EnvelopeRow> extends KindInfo {
 
 const byId = (row: { readonly id: string }) => row.id
 
-export const namespaces: Kind<NamespaceRow> = {
-  type: "namespaces",
-  table: "namespaces",
-  rt: "ns",
-  permission: "namespaces",
-  noun: "namespace",
-  row: NamespaceRow as Schema.Codec<NamespaceRow, unknown>,
-  idOf: (row) => row.path,
-  propagates: "namespace"
-}
+/** A kind of `type` whose table is named like the type; label token and permission from the domain. */
+const kind = <Row extends EnvelopeRow>(
+  type: ResourceType,
+  noun: string,
+  row: Schema.Top,
+  idOf: (row: Row) => string,
+  propagates?: PropagationParent
+): Kind<Row> => ({
+  type,
+  table: type,
+  rt: resourceTypes[type].rt,
+  permission: resourceTypes[type].permission,
+  noun,
+  row: row as unknown as Schema.Codec<Row, unknown>,
+  idOf,
+  propagates
+})
 
-export const actors: Kind<ActorResourceRow> = {
-  type: "actors",
-  table: "actors",
-  rt: "act",
-  permission: "actors",
-  noun: "actor",
-  row: ActorResourceRow as Schema.Codec<ActorResourceRow, unknown>,
-  idOf: byId,
-  propagates: undefined
-}
+export const namespaces = kind<NamespaceRow>("namespaces", "namespace", NamespaceRow, (row) => row.path, "namespace")
+export const actors = kind<ActorResourceRow>("actors", "actor", ActorResourceRow, byId)
+export const connectors = kind<ConnectorRow>("connectors", "connector", ConnectorRow, byId, "connector")
+export const connections = kind<ConnectionRow>("connections", "connection", ConnectionRow, byId)
+export const keys = kind<KeyRow>("keys", "key", KeyRow, byId)
+export const rateLimits = kind<RateLimitRow>("rate_limits", "rate limit", RateLimitRow, byId)
 
-export const connectors: Kind<ConnectorRow> = {
-  type: "connectors",
-  table: "connectors",
-  rt: "cxr",
-  permission: "connectors",
-  noun: "connector",
-  row: ConnectorRow as Schema.Codec<ConnectorRow, unknown>,
-  idOf: byId,
-  propagates: "connector"
-}
-
-export const connections: Kind<ConnectionRow> = {
-  type: "connections",
-  table: "connections",
-  rt: "cxn",
-  permission: "connections",
-  noun: "connection",
-  row: ConnectionRow as Schema.Codec<ConnectionRow, unknown>,
-  idOf: byId,
-  propagates: undefined
-}
-
-export const keys: Kind<KeyRow> = {
-  type: "keys",
-  table: "keys",
-  rt: "key",
-  permission: "keys",
-  noun: "key",
-  row: KeyRow as Schema.Codec<KeyRow, unknown>,
-  idOf: byId,
-  propagates: undefined
-}
-
-export const rateLimits: Kind<RateLimitRow> = {
-  type: "rate_limits",
-  table: "rate_limits",
-  rt: "rl",
-  permission: "rate_limits",
-  noun: "rate limit",
-  row: RateLimitRow as Schema.Codec<RateLimitRow, unknown>,
-  idOf: byId,
-  propagates: undefined
+/** Every kind by resource type, for the routes that serve all types alike. */
+export const byType: Readonly<Record<ResourceType, Kind<EnvelopeRow>>> = {
+  namespaces: namespaces as unknown as Kind<EnvelopeRow>,
+  actors: actors as unknown as Kind<EnvelopeRow>,
+  connectors: connectors as unknown as Kind<EnvelopeRow>,
+  connections: connections as unknown as Kind<EnvelopeRow>,
+  keys: keys as unknown as Kind<EnvelopeRow>,
+  rate_limits: rateLimits as unknown as Kind<EnvelopeRow>
 }

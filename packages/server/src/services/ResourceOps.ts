@@ -106,7 +106,7 @@ export class ResourceOps extends Context.Service<
       kind: Kind<Row>,
       id: string,
       check?: Guard<Row>
-    ) => Effect.Effect<void, ResourceError>
+    ) => Effect.Effect<Row, ResourceError>
   }
 >()("@svc/server/ResourceOps") {
   static readonly layer: Layer.Layer<ResourceOps, never, ResourceRepo> = Layer.effect(
@@ -244,6 +244,22 @@ export class ResourceOps extends Context.Service<
           return row.value
         }).pipe(Effect.withSpan("ResourceOps.create", { attributes: { type: kind.type } }))
 
+      /** Inside a write transaction: the live row locked, the caller allowed to `verb` it, the guard passed. */
+      const lock = <Row extends EnvelopeRow>(
+        actor: AuthenticatedActor,
+        kind: Kind<Row>,
+        id: string,
+        verb: string,
+        guard: Guard<Row> | undefined
+      ) =>
+        Effect.gen(function* () {
+          const current = yield* find(kind, id, true)
+          if (Option.isNone(current)) return yield* notFound(kind, id)
+          yield* authorize(actor, kind, verb, current.value.namespace, id)
+          if (guard !== undefined) yield* guard(current.value)
+          return current.value
+        })
+
       const update = <Row extends EnvelopeRow>(
         actor: AuthenticatedActor,
         kind: Kind<Row>,
@@ -257,11 +273,7 @@ export class ResourceOps extends Context.Service<
           const updated = yield* orDie(
             repo.withTransaction(
               Effect.gen(function* () {
-                const current = yield* find(kind, id, true)
-                if (Option.isNone(current)) return yield* notFound(k, id)
-                const row = current.value
-                yield* authorize(actor, k, "update", row.namespace, id)
-                if (guard !== undefined) yield* guard(row)
+                const row = yield* lock(actor, kind, id, "update", guard)
                 let user = { ...userLabelsOf(change.labels ?? row.labels) }
                 if (change.setLabel !== undefined) user[change.setLabel[0]] = change.setLabel[1]
                 if (change.unsetLabel !== undefined) {
@@ -314,16 +326,13 @@ export class ResourceOps extends Context.Service<
         check?: Guard<Row>
       ) =>
         Effect.gen(function* () {
-          const k: KindInfo = kind
           const now = yield* nowDate
-          yield* orDie(
+          return yield* orDie(
             repo.withTransaction(
               Effect.gen(function* () {
-                const current = yield* find(kind, id, true)
-                if (Option.isNone(current)) return yield* notFound(k, id)
-                yield* authorize(actor, k, "delete", current.value.namespace, id)
-                if (check !== undefined) yield* check(current.value)
+                const row = yield* lock(actor, kind, id, "delete", check)
                 yield* repo.softDelete(kind.table, id, now)
+                return row
               })
             )
           )

@@ -3,20 +3,11 @@ import type { BadRequest } from "@svc/domain/Errors"
 import type { SearchHit } from "@svc/domain/http/SearchApi"
 import type { AuthenticatedActor } from "@svc/domain/http/Security"
 import { userLabelsOf } from "@svc/domain/Labels"
-import { accessFilter } from "@svc/domain/PermissionMatcher"
-import { type ResourceType, resourceTypes } from "@svc/domain/Resource"
-import type { TableName } from "@svc/sql/ResourceRepo"
+import { accessFilter } from "@svc/domain/AccessFilter"
+import type { ResourceType } from "@svc/domain/Resource"
 import { SearchRepo } from "@svc/sql/SearchRepo"
 import { Context, Effect, Layer } from "effect"
-
-const tables: Record<ResourceType, TableName> = {
-  namespaces: "namespaces",
-  actors: "actors",
-  connectors: "connectors",
-  connections: "connections",
-  keys: "keys",
-  rate_limits: "rate_limits"
-}
+import * as Kinds from "./ResourceKinds.ts"
 
 const matchOf = ["exact", "prefix", "substring", "label"] as const
 
@@ -42,11 +33,16 @@ export class Search extends Context.Service<
         resources: Effect.fn("Search.resources")(function* (actor, query) {
           const limit = query.limit ?? 50
           const types =
-            query.resourceType === undefined ? (Object.keys(tables) as Array<ResourceType>) : [query.resourceType]
+            query.resourceType === undefined ? (Object.keys(Kinds.byType) as Array<ResourceType>) : [query.resourceType]
           const hits: Array<SearchHit & { readonly rank: number }> = []
           for (const type of types) {
             const rows = yield* Effect.orDie(
-              repo.search(tables[type], accessFilter(actor, resourceTypes[type].permission, "list"), query.q, limit)
+              repo.search(
+                Kinds.byType[type].table,
+                accessFilter(actor, Kinds.byType[type].permission, "list"),
+                query.q,
+                limit
+              )
             )
             for (const row of rows) {
               hits.push({
