@@ -103,6 +103,8 @@ export interface Svc {
   readonly call: <T = ErrorBody>(method: string, urlPath: string, options?: CallOptions) => Promise<Reply<T>>
   readonly sign: (externalId: string, claims?: Record<string, unknown>) => Promise<string>
   readonly stop: () => Promise<void>
+  /** The working directory of an embedded-default process (its data dir is `<dir>/.svc`). */
+  readonly dir?: string
 }
 
 const insecure = new Agent({ connect: { rejectUnauthorized: false } })
@@ -189,7 +191,7 @@ export const launch = async (prefix: string): Promise<Svc> => {
       .setJti(randomUUID())
       .sign(key)
 
-  return { ports, adminToken, output: running.output, call, sign, stop }
+  return { ports, adminToken, output: running.output, call, sign, stop, dir }
 }
 
 /** Asserts the status (showing the body on failure) and returns the body. */

@@ -49,3 +49,26 @@ export const UpdateConnection = Schema.Struct({
   annotations: Schema.optionalKey(UserAnnotations)
 })
 export type UpdateConnection = typeof UpdateConnection.Type
+
+/**
+ * `PUT /api/v1/connections/{id}/credentials`: replaces the connection's credentials (API key,
+ * basic, OAuth2 client credentials) and keeps its id.
+ */
+export const ReplaceCredentials = Schema.Struct({ credentials: Schema.Unknown })
+export type ReplaceCredentials = typeof ReplaceCredentials.Type
+
+/** A probe outcome (spec 4.2, API-CONVENTIONS "Proxy"). */
+export const ProbeOutcome = Schema.Literals(["success", "failure"])
+export type ProbeOutcome = typeof ProbeOutcome.Type
+
+/** `GET /api/v1/connectors/{connector}/probes/{probe}?connectionId=`: one run of a probe. */
+export const ProbeResult = Schema.Struct({
+  probeId: Schema.String,
+  connectionId: Schema.String,
+  outcome: ProbeOutcome,
+  statusCode: Schema.optionalKey(Schema.Number),
+  durationMs: Schema.Number,
+  error: Schema.optionalKey(Schema.String),
+  checkedAt: Schema.String
+})
+export type ProbeResult = typeof ProbeResult.Type

@@ -36,11 +36,21 @@ export const ConnectorVersion = Schema.Struct({
 })
 export type ConnectorVersion = typeof ConnectorVersion.Type
 
+/**
+ * A definition document as sent: an object, or a string of YAML or JSON. The server validates it
+ * fully (docs/connector-definitions.md) and answers 400 `invalid_definition` naming each bad field.
+ */
+export const DefinitionDocument = Schema.Union([Schema.String, Schema.Record(Schema.String, Schema.Unknown)]).annotate({
+  description:
+    "The connector definition document (docs/connector-definitions.md): an object, or a string holding it as YAML or JSON."
+})
+export type DefinitionDocument = typeof DefinitionDocument.Type
+
 /** `POST /api/v1/connectors`: creates the connector with version 1 as `draft`. */
 export const CreateConnector = Schema.Struct({
   namespace: NamespacePath,
   name: Schema.optionalKey(ResourceName),
-  definition: ConnectorDefinition,
+  definition: DefinitionDocument,
   labels: Schema.optionalKey(UserLabels),
   annotations: Schema.optionalKey(UserAnnotations)
 })
@@ -55,7 +65,7 @@ export const UpdateConnector = Schema.Struct({
 export type UpdateConnector = typeof UpdateConnector.Type
 
 /** `POST /api/v1/connectors/{id}/versions`: a new `draft` version (no name: spec 2.2 rule 6). */
-export const CreateConnectorVersion = Schema.Struct({ definition: ConnectorDefinition })
+export const CreateConnectorVersion = Schema.Struct({ definition: DefinitionDocument })
 export type CreateConnectorVersion = typeof CreateConnectorVersion.Type
 
 /** `PUT /api/v1/connectors/{id}/versions/{version}/_state`. */

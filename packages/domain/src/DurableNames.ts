@@ -33,3 +33,15 @@ export const LabelConsistencyCheckerSingleton = "svc.labels.consistency-checker.
 
 /** `maintenance_runs` row of the consistency checker. */
 export const LabelConsistencyCheckRun = "labels.consistency_check"
+
+/** Cluster singleton that runs periodic connector probes and drives connection health (spec 4.2). */
+export const ProbeMonitorSingleton = "svc.probes.monitor.v1"
+
+/** SECURITY.md "Encryption at rest": re-seals secrets under their namespace's current data key after a rotation. */
+export const ReencryptionWorkflowName = "svc.keys.reencrypt.v1"
+
+/** The one activity of the re-encryption workflow: a sweep over every connection's secrets. */
+export const ReencryptionSweepActivity = "svc.keys.reencrypt.sweep.v1"
+
+/** Cluster singleton that hands queued re-encryptions to the workflow engine. */
+export const ReencryptionDispatcherSingleton = "svc.keys.reencryption-dispatcher.v1"

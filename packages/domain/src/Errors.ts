@@ -74,6 +74,18 @@ export class ServiceUnavailable extends Schema.Error<ServiceUnavailable>("svc/Se
   { httpApiStatus: 503, description: "A required store is unavailable" }
 ) {}
 
+/** 502: the upstream (a provider's token endpoint, a probe target) was unreachable or misbehaved. */
+export class BadGateway extends Schema.Error<BadGateway>("svc/BadGateway")(
+  { _tag: Schema.tagDefaultOmit("BadGateway"), ...body },
+  { httpApiStatus: 502, description: "The upstream was unreachable or answered with a protocol error" }
+) {}
+
+/** 504: the upstream did not answer in time. */
+export class GatewayTimeout extends Schema.Error<GatewayTimeout>("svc/GatewayTimeout")(
+  { _tag: Schema.tagDefaultOmit("GatewayTimeout"), ...body },
+  { httpApiStatus: 504, description: "The upstream timed out" }
+) {}
+
 /** Every error of the family, in status order. */
 export type ApiError =
   | BadRequest
@@ -83,7 +95,9 @@ export type ApiError =
   | Conflict
   | PayloadTooLarge
   | InternalError
+  | BadGateway
   | ServiceUnavailable
+  | GatewayTimeout
 
 /** The wire body of an error, for code that renders responses outside HttpApi. */
 export const errorBody = (error: Body): Body =>

@@ -4,8 +4,8 @@ import { UserAnnotations, UserLabels } from "./Labels.ts"
 import { NamespacePath } from "./PermissionMatcher.ts"
 import { envelopeFields, ResourceName } from "./Resource.ts"
 
-/** A key as returned. */
-export const Key = Schema.Struct({ ...envelopeFields })
+/** A key as returned; `version` is the current data key version (1 until the first rotation). */
+export const Key = Schema.Struct({ ...envelopeFields, version: Schema.Int })
 export type Key = typeof Key.Type
 
 /** `POST /api/v1/keys`. */

@@ -7,6 +7,11 @@ import { SqlClient } from "effect/sql"
 import type { ServiceId } from "@svc/domain/Auth"
 import * as ClusterRuntime from "@svc/cluster/ClusterRuntime"
 import * as LabelPropagationLive from "@svc/cluster/LabelPropagationLive"
+import * as ProbeMonitorLive from "@svc/cluster/ProbeMonitorLive"
+import * as ReencryptionLive from "@svc/cluster/ReencryptionLive"
+import { DataKeyRepo } from "@svc/sql/DataKeyRepo"
+import { ConnectionRepo } from "@svc/sql/ConnectionRepo"
+import { ProbeStateRepo } from "@svc/sql/ProbeStateRepo"
 import { ActorRepo } from "@svc/sql/ActorRepo"
 import { ConnectorRepo } from "@svc/sql/ConnectorRepo"
 import { LabelReconciler } from "@svc/sql/LabelReconciler"
@@ -17,12 +22,21 @@ import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import type { ResolvedConfig, SigningKey } from "./config/SvcConfig.ts"
 import { SvcConfig } from "./config/SvcConfig.ts"
+import { ConnectionSecrets } from "./connections/ConnectionSecrets.ts"
+import { Credentials } from "./connections/Credentials.ts"
+import * as ProbeScheduler from "./connections/ProbeScheduler.ts"
+import { Probes } from "./connections/Probes.ts"
 import * as Servers from "./http/Servers.ts"
+import { Outbound } from "./proxy/Outbound.ts"
+import { ConnectorDefinitions } from "./services/ConnectorDefinitions.ts"
 import { ActorDirectory } from "./services/ActorDirectory.ts"
 import { Actors } from "./services/Actors.ts"
 import { Connections } from "./services/Connections.ts"
 import { Connectors } from "./services/Connectors.ts"
+import { DefinitionValidator } from "./services/DefinitionValidator.ts"
 import { Keys } from "./services/Keys.ts"
+import { Encryption, resolutionTtl } from "./services/Encryption.ts"
+import { Reencryption } from "./services/Reencryption.ts"
 import { Listing } from "./services/Listing.ts"
 import { Metadata } from "./services/Metadata.ts"
 import { Namespaces } from "./services/Namespaces.ts"
@@ -144,6 +158,11 @@ const startup = (config: ResolvedConfig, applyMigrations: boolean) =>
     })
   )
 
+/** Connection secrets, definitions and the outbound client (handlers and the probe monitor share them). */
+const connectionSupport = Layer.mergeAll(ConnectionSecrets.layer, Credentials.layer).pipe(
+  Layer.provideMerge(Layer.mergeAll(ConnectorDefinitions.layer, Outbound.layer))
+)
+
 /** The resource-model services behind the api and admin-api handlers. */
 const resourceServices = Layer.mergeAll(
   Namespaces.layer,
@@ -152,10 +171,11 @@ const resourceServices = Layer.mergeAll(
   Connections.layer,
   Keys.layer,
   RateLimits.layer,
-  Search.layer
+  Search.layer,
+  Probes.layer
 ).pipe(
   (services) => Metadata.layer.pipe(Layer.provideMerge(services)),
-  Layer.provide(Layer.mergeAll(ResourceOps.layer, Listing.layer))
+  Layer.provideMerge(Layer.mergeAll(ResourceOps.layer, Listing.layer, connectionSupport, DefinitionValidator.layer))
 )
 
 const healthLayer = (config: ResolvedConfig) =>
@@ -202,7 +222,10 @@ export const serve = Effect.fn("Serve.serve")(function* (
     ResourceRepo.layer,
     ConnectorRepo.layer,
     SearchRepo.layer,
-    LabelReconciler.layer
+    LabelReconciler.layer,
+    ConnectionRepo.layer,
+    ProbeStateRepo.layer,
+    DataKeyRepo.layer
   )
   // One directory: the authenticator reads it, actor writes invalidate it.
   const directory = ActorDirectory.layer
@@ -210,16 +233,28 @@ export const serve = Effect.fn("Serve.serve")(function* (
     Layer.provide([TokenVerifier.layer(verifierConfig).pipe(Layer.provide(NonceStore.layerNoDeps)), directory])
   )
   const applyMigrations = options.migrate || config.database.provider === "pglite"
+  // One instance of the services (and their caches) for the handlers and the worker.
+  // One Encryption (one cache, invalidated by key writes) for the handlers and the worker.
+  const encryption = Encryption.layer(config.encryption.rootKey)
+  const handlerServices = resourceServices.pipe(Layer.provide([directory, encryption]))
   const cluster = services.includes("worker")
-    ? LabelPropagationLive.layer({
-        pollInterval: Duration.millis(config.labels.propagationPollIntervalMs),
-        consistencyCheckInterval: Duration.millis(config.labels.consistencyCheckIntervalMs)
-      }).pipe(Layer.provideMerge(ClusterRuntime.layerSingle()))
+    ? Layer.mergeAll(
+        LabelPropagationLive.layer({
+          pollInterval: Duration.millis(config.labels.propagationPollIntervalMs),
+          consistencyCheckInterval: Duration.millis(config.labels.consistencyCheckIntervalMs)
+        }),
+        ReencryptionLive.layer({
+          pollInterval: Duration.millis(config.encryption.reencryptPollIntervalMs),
+          settleDelay: Duration.sum(resolutionTtl, Duration.seconds(1))
+        }).pipe(Layer.provide(Reencryption.sweeperLayer), Layer.provide(encryption)),
+        ProbeMonitorLive.layer({ pollInterval: Duration.millis(config.probes.pollIntervalMs) }).pipe(
+          Layer.provide(ProbeScheduler.layer),
+          Layer.provide(handlerServices)
+        )
+      ).pipe(Layer.provideMerge(ClusterRuntime.layerSingle()))
     : Layer.empty
   const app = Layer.mergeAll(
-    Servers.layer(config, services, adminTls).pipe(
-      Layer.provide([auth, healthLayer(config), resourceServices.pipe(Layer.provide(directory))])
-    ),
+    Servers.layer(config, services, adminTls).pipe(Layer.provide([auth, healthLayer(config), handlerServices])),
     cluster
   ).pipe(
     Layer.provide(startup(config, applyMigrations)),

@@ -182,7 +182,7 @@ for (const [backend, db] of TestDatabase.backends) {
             state: "configured",
             healthState: "healthy",
             setupStepId: null,
-            configuration: jsonb({})
+            configurationEnc: null
           })
         yield* connection("cxn_on1", "cxr_on1", 1)
         yield* connection("cxn_on2", "cxr_on1", 1)

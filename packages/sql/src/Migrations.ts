@@ -8,6 +8,7 @@ import { Migrator, type SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import main0001 from "./migrations/main/0001_initial.ts"
 import main0002 from "./migrations/main/0002_resources.ts"
+import main0003 from "./migrations/main/0003_secrets_and_probes.ts"
 import metrics0001 from "./migrations/metrics/0001_request_events.ts"
 
 /** Migrations table of the main database. */
@@ -18,7 +19,8 @@ export const appMetricsTable = "app_metrics_schema_migrations"
 /** Main-database migrations, keyed `<id>_<name>`. */
 export const mainLoader: Migrator.Loader = Migrator.fromRecord({
   "0001_initial": main0001,
-  "0002_resources": main0002
+  "0002_resources": main0002,
+  "0003_secrets_and_probes": main0003
 })
 
 /** App-metrics migrations, keyed `<id>_<name>`. */

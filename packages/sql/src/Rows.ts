@@ -58,7 +58,11 @@ export const ConnectionRow = Schema.Struct({
   state: Schema.Literals(["setup", "configured", "disabled", "disconnecting", "disconnected"]),
   healthState: Schema.Literals(["healthy", "unhealthy"]),
   setupStepId: Schema.NullOr(Schema.String),
-  configuration: Schema.Record(Schema.String, Schema.Unknown)
+  /** Ciphertexts (envelope encryption); never plaintext. */
+  configurationEnc: Schema.NullOr(Schema.String),
+  credentialsEnc: Schema.NullOr(Schema.String),
+  /** Plaintext configuration an earlier release stored; the re-encryption sweep encrypts and clears it. */
+  legacyConfiguration: Schema.NullOr(Schema.Record(Schema.String, Schema.Unknown))
 })
 export type ConnectionRow = typeof ConnectionRow.Type
 

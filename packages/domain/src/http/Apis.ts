@@ -17,6 +17,7 @@ import {
   RateLimitsMetadataApi
 } from "./MetadataApi.ts"
 import { NamespacesApi } from "./NamespacesApi.ts"
+import { ProbesApi } from "./ProbesApi.ts"
 import { RateLimitsApi } from "./RateLimitsApi.ts"
 import { SearchApi } from "./SearchApi.ts"
 import { SystemApi } from "./SystemApi.ts"
@@ -30,7 +31,15 @@ const allErrors = { errors: "all" } as const
 const strictQuery = { errors: "all", onExcessProperty: "error" } as const
 
 /** The resource groups both the api and the admin-api serve. */
-const resourceGroups = [NamespacesApi, ActorsApi, ConnectorsApi, ConnectionsApi, KeysApi, RateLimitsApi] as const
+const resourceGroups = [
+  NamespacesApi,
+  ActorsApi,
+  ConnectorsApi,
+  ConnectionsApi,
+  ProbesApi,
+  KeysApi,
+  RateLimitsApi
+] as const
 const metadataGroups = [
   NamespacesMetadataApi,
   ActorsMetadataApi,

@@ -1,7 +1,8 @@
 /** Connection endpoints (spec 2.7, 4.1, API-CONVENTIONS "Resources"). */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { Connection, ConnectionState, CreateConnection, UpdateConnection } from "../Connection.ts"
+import { Connection, ConnectionState, CreateConnection, ReplaceCredentials, UpdateConnection } from "../Connection.ts"
+import { BadGateway, GatewayTimeout } from "../Errors.ts"
 import { Page } from "../Resource.ts"
 import { listQuery, permission, resourceErrors } from "./Endpoints.ts"
 import { Authentication, RequiredPermission } from "./Security.ts"
@@ -13,7 +14,7 @@ export class ConnectionsApi extends HttpApiGroup.make("connections")
     HttpApiEndpoint.post("create", "/api/v1/connections", {
       payload: CreateConnection,
       success: Connection.pipe(HttpApiSchema.status(201)),
-      error: resourceErrors
+      error: [...resourceErrors, BadGateway, GatewayTimeout]
     })
       .annotate(RequiredPermission, permission("connections", "create"))
       .annotate(
@@ -44,6 +45,17 @@ export class ConnectionsApi extends HttpApiGroup.make("connections")
       .annotate(
         OpenApi.Description,
         "Renames a connection and/or replaces its user labels (system labels survive) or annotations."
+      ),
+    HttpApiEndpoint.put("replaceCredentials", "/api/v1/connections/:id/credentials", {
+      params,
+      payload: ReplaceCredentials,
+      success: Connection,
+      error: [...resourceErrors, BadGateway, GatewayTimeout]
+    })
+      .annotate(RequiredPermission, permission("connections", "update"))
+      .annotate(
+        OpenApi.Description,
+        "Rotates a connection's credentials (api_key, basic, OAuth2 client credentials) without changing its id; client-credentials connections fetch a new token first. Credentials are never returned."
       )
   )
   .middleware(Authentication)

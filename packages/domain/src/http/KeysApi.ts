@@ -37,7 +37,13 @@ export class KeysApi extends HttpApiGroup.make("keys")
       error: resourceErrors
     })
       .annotate(RequiredPermission, permission("keys", "delete"))
-      .annotate(OpenApi.Description, "Deletes a key and releases its name.")
+      .annotate(OpenApi.Description, "Deletes a key and releases its name."),
+    HttpApiEndpoint.post("rotate", "/api/v1/keys/:id/_rotate", { params, success: Key, error: resourceErrors })
+      .annotate(RequiredPermission, permission("keys", "update"))
+      .annotate(
+        OpenApi.Description,
+        "Adds a new data key version: new secrets in the key's namespaces are sealed with it, older versions still decrypt, and stored secrets are re-encrypted in the background."
+      )
   )
   .middleware(Authentication)
   .annotate(OpenApi.Title, "Keys") {}

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit } from "effect"
+import { Effect, Exit, Redacted } from "effect"
 import * as fs from "node:fs/promises"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -70,6 +70,7 @@ describe("ConfigLoader", () => {
           "svc.yaml",
           [
             "database: { provider: postgres, url: 'postgres://postgres@127.0.0.1:5432/svc' }",
+            "encryption: { root_key: { path: keys/root.key } }",
             "counter_store: { provider: redis, url: 'redis://127.0.0.1:6379' }",
             "system_auth:",
             "  jwt_signing_key: { private_key: { path: keys/secret } }",
@@ -101,6 +102,90 @@ describe("ConfigLoader", () => {
           keyPrefix: "svc:"
         })
         assert.strictEqual(config.appMetrics.fullRequestRecording, "always")
+        assert.deepStrictEqual(config.encryption.rootKey, { source: "file", path: path.join(dir, "keys/root.key") })
+      })
+    )
+  )
+
+  it.effect("the root key comes from a file, an environment variable or a value; PGlite generates one", () =>
+    withDir((dir) =>
+      Effect.gen(function* () {
+        const load = (text: string) =>
+          Effect.flatMap(write(dir, "keys.yaml", text), (file) => loadConfig({ configPath: file, cwd: dir, env: {} }))
+        const postgres = "database: { provider: postgres, url: 'postgres://h/db' }\n"
+        const fromFile = yield* load(`${postgres}encryption: { root_key: { path: secrets/root.key } }`)
+        assert.deepStrictEqual(fromFile.encryption.rootKey, { source: "file", path: path.join(dir, "secrets/root.key") })
+        const fromEnv = yield* load(`${postgres}encryption: { root_key: { env: SVC_ROOT_KEY } }`)
+        assert.deepStrictEqual(fromEnv.encryption.rootKey, { source: "env", name: "SVC_ROOT_KEY" })
+        const fromValue = yield* load(`${postgres}encryption: { root_key: { value: c2VjcmV0 } }`)
+        const value = fromValue.encryption.rootKey
+        assert.strictEqual(value.source, "value")
+        assert.strictEqual(value.source === "value" ? Redacted.value(value.value) : undefined, "c2VjcmV0")
+        assert.isFalse(JSON.stringify(value).includes("c2VjcmV0"), "the key value must stay redacted")
+        const embedded = yield* loadConfig({ cwd: dir, env: {} })
+        assert.deepStrictEqual(embedded.encryption, {
+          rootKey: { source: "generated", path: path.join(dir, ".svc", "root.key") },
+          reencryptPollIntervalMs: 1000
+        })
+        const pglite = yield* load("data_dir: state\ndatabase: { provider: pglite }")
+        assert.deepStrictEqual(pglite.encryption.rootKey, {
+          source: "generated",
+          path: path.join(dir, "state", "root.key")
+        })
+      })
+    )
+  )
+
+  it.effect("PostgreSQL without a root key, or with several sources, is refused", () =>
+    withDir((dir) =>
+      Effect.gen(function* () {
+        const problems = (text: string) =>
+          Effect.flatMap(write(dir, "bad.yaml", text), (file) =>
+            Effect.map(Effect.exit(loadConfig({ configPath: file, cwd: dir, env: {} })), problemsOf)
+          )
+        const postgres = "database: { provider: postgres, url: 'postgres://h/db' }\n"
+        assert.deepStrictEqual(yield* problems(postgres), [
+          "encryption.root_key: is required when the database is PostgreSQL (production refuses to run without a durable root key)"
+        ])
+        assert.deepStrictEqual(yield* problems(`${postgres}encryption: { root_key: { path: a, value: hunter2 } }`), [
+          "encryption.root_key: set exactly one of path, env or value"
+        ])
+        assert.deepStrictEqual(yield* problems(`${postgres}encryption: { root_key: {} }`), [
+          "encryption.root_key: set exactly one of path, env or value",
+          "encryption.root_key: is required when the database is PostgreSQL (production refuses to run without a durable root key)"
+        ])
+        assert.deepStrictEqual(yield* problems("encryption: { root_key: { env: 'NOT A NAME' } }"), [
+          "encryption.root_key.env: must be an environment variable name"
+        ])
+        assert.deepStrictEqual(yield* problems("encryption: { reencrypt_poll_interval: 10ms }"), [
+          "encryption.reencrypt_poll_interval: must be at least 50ms"
+        ])
+        assert.deepStrictEqual(yield* problems("probes: { poll_interval: 1ms, max_concurrency: 257 }"), [
+          "probes.max_concurrency: Expected a value between 1 and 256"
+        ])
+        assert.deepStrictEqual(yield* problems("probes: { poll_interval: 1ms }"), ["probes.poll_interval: must be at least 50ms"])
+      })
+    )
+  )
+
+  it.effect("outbound and probe settings resolve with their defaults", () =>
+    withDir((dir) =>
+      Effect.gen(function* () {
+        const defaults = yield* loadConfig({ cwd: dir, env: {} })
+        assert.deepStrictEqual(defaults.outbound, { allowPrivateNetworks: false })
+        assert.deepStrictEqual(defaults.probes, { pollIntervalMs: 1000, maxConcurrency: 8 })
+        const custom = yield* loadConfig({
+          cwd: dir,
+          env: {
+            SVC__outbound__allow_private_networks: "true",
+            SVC__probes__poll_interval: "250ms",
+            SVC__probes__max_concurrency: "32",
+            SVC__encryption__reencrypt_poll_interval: "2s"
+          }
+        })
+        assert.deepStrictEqual(custom.outbound, { allowPrivateNetworks: true })
+        assert.deepStrictEqual(custom.probes, { pollIntervalMs: 250, maxConcurrency: 32 })
+        assert.strictEqual(custom.encryption.reencryptPollIntervalMs, 2000)
       })
     )
   )

@@ -3,7 +3,7 @@
  * default; then `SVC__<key>__<key>=value` environment overrides; then Schema decoding with errors
  * that name the key. Never echoes configured values (they may be secrets).
  */
-import { Effect, Schema } from "effect"
+import { Effect, Redacted, Schema } from "effect"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { parse as parseYaml, YAMLParseError } from "yaml"
@@ -11,7 +11,7 @@ import { allServiceIds, type ServiceId } from "@svc/domain/Auth"
 import { issueDetails } from "@svc/domain/Errors"
 import { parseDuration } from "@svc/domain/Duration"
 import { ConfigFile, type ConfiguredActor, type DatabaseConfig } from "./ConfigSchema.ts"
-import type { Listener, ResolvedConfig, ResolvedDatabase, SigningKey } from "./SvcConfig.ts"
+import type { Listener, ResolvedConfig, ResolvedDatabase, RootKeySource, SigningKey } from "./SvcConfig.ts"
 
 /** The configuration could not be read or is invalid; `problems` name each bad key. */
 export class ConfigError extends Schema.TaggedError<ConfigError>()("ConfigError", {
@@ -157,6 +157,49 @@ const resolveSigningKey = (file: ConfigFile, base: string, dataDir: string, prob
   }
 }
 
+// SECURITY.md "Encryption at rest": production (PostgreSQL) refuses to run without a durable root key.
+const resolveRootKey = (
+  file: ConfigFile,
+  base: string,
+  dataDir: string,
+  database: ResolvedDatabase,
+  problems: Array<string>
+): RootKeySource => {
+  const key = file.encryption?.root_key
+  if (key !== undefined) {
+    if ([key.path, key.env, key.value].filter((v) => v !== undefined).length !== 1) {
+      problems.push("encryption.root_key: set exactly one of path, env or value")
+    }
+    if (key.path !== undefined) return { source: "file", path: path.resolve(base, key.path) }
+    if (key.env !== undefined) {
+      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key.env)) {
+        problems.push("encryption.root_key.env: must be an environment variable name")
+      }
+      return { source: "env", name: key.env }
+    }
+    if (key.value !== undefined) return { source: "value", value: Redacted.make(key.value) }
+  }
+  if (database.provider === "postgres") {
+    problems.push(
+      "encryption.root_key: is required when the database is PostgreSQL (production refuses to run without a durable root key)"
+    )
+  }
+  return { source: "generated", path: path.join(dataDir, "root.key") }
+}
+
+/** A duration key in milliseconds: the default when absent, a problem when below `minimumMs`. */
+const intervalMs = (
+  text: string | undefined,
+  at: string,
+  fallback: number,
+  minimumMs: number,
+  problems: Array<string>
+): number => {
+  const ms = durationMs(text, fallback)
+  if (ms < minimumMs) problems.push(`${at}: must be at least ${minimumMs}ms`)
+  return Math.max(minimumMs, ms)
+}
+
 /** Fills every default and checks the rules that span several keys. */
 export const resolve = (file: ConfigFile, source: string, cwd: string): Effect.Effect<ResolvedConfig, ConfigError> => {
   const problems: Array<string> = []
@@ -217,6 +260,21 @@ export const resolve = (file: ConfigFile, source: string, cwd: string): Effect.E
         durationMs(file.labels?.consistency_check_interval, 24 * 60 * 60 * 1000)
       ),
       propagationPollIntervalMs: Math.max(50, durationMs(file.labels?.propagation_poll_interval, 1000))
+    },
+    encryption: {
+      rootKey: resolveRootKey(file, base, dataDir, database, problems),
+      reencryptPollIntervalMs: intervalMs(
+        file.encryption?.reencrypt_poll_interval,
+        "encryption.reencrypt_poll_interval",
+        1000,
+        50,
+        problems
+      )
+    },
+    outbound: { allowPrivateNetworks: file.outbound?.allow_private_networks ?? false },
+    probes: {
+      pollIntervalMs: intervalMs(file.probes?.poll_interval, "probes.poll_interval", 1000, 50, problems),
+      maxConcurrency: file.probes?.max_concurrency ?? 8
     },
     hostApplication: file.host_application ?? {},
     telemetry: file.telemetry ?? {},

@@ -11,6 +11,7 @@ import { NamespacePath, NamespacePattern } from "@svc/domain/PermissionMatcher"
 const Port = Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 65535 }))
 const NonEmpty = Schema.String.check(Schema.isNonEmpty())
 const PositiveInt = Schema.Int.check(Schema.isGreaterThan(0))
+const Concurrency = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 256 }))
 
 /** A duration such as `15m`, `90s`, `1h30m`, `7d` or `250ms`. */
 export { DurationString }
@@ -79,6 +80,18 @@ export const TelemetryConfig = Schema.Struct({
     })
   ),
   propagation: Schema.optionalKey(Schema.Struct({ injectOutboundDefault: Schema.optionalKey(Schema.Boolean) }))
+})
+
+/** Envelope encryption: exactly one root key source (checked when resolving). */
+export const EncryptionConfig = Schema.Struct({
+  root_key: Schema.optionalKey(
+    Schema.Struct({
+      path: Schema.optionalKey(NonEmpty),
+      env: Schema.optionalKey(NonEmpty),
+      value: Schema.optionalKey(NonEmpty)
+    })
+  ),
+  reencrypt_poll_interval: Schema.optionalKey(DurationString)
 })
 
 /** An actor declared in configuration and synced into the actors table at start (spec 5.6). */
@@ -154,6 +167,14 @@ export const ConfigFile = Schema.Struct({
     })
   ),
   telemetry: Schema.optionalKey(TelemetryConfig),
+  encryption: Schema.optionalKey(EncryptionConfig),
+  outbound: Schema.optionalKey(Schema.Struct({ allow_private_networks: Schema.optionalKey(Schema.Boolean) })),
+  probes: Schema.optionalKey(
+    Schema.Struct({
+      poll_interval: Schema.optionalKey(DurationString),
+      max_concurrency: Schema.optionalKey(Concurrency)
+    })
+  ),
   labels: Schema.optionalKey(
     Schema.Struct({
       consistency_check_interval: Schema.optionalKey(DurationString),

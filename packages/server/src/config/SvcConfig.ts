@@ -2,7 +2,7 @@
  * The resolved configuration the process runs with: the file (or the embedded default) with
  * environment overrides applied, validated, and every default filled in.
  */
-import { Context } from "effect"
+import { Context, type Redacted } from "effect"
 import type { ServiceId } from "@svc/domain/Auth"
 import type { ConfigFile, ConfiguredActor } from "./ConfigSchema.ts"
 
@@ -23,6 +23,13 @@ export type SigningKey =
       readonly algorithm: "RS256"
       readonly generated: { readonly privateKeyPath: string; readonly publicKeyPath: string }
     }
+
+/** Where the encryption root key (base64 of 32 bytes) comes from; `generated` is the embedded default's file. */
+export type RootKeySource =
+  | { readonly source: "file"; readonly path: string }
+  | { readonly source: "env"; readonly name: string }
+  | { readonly source: "value"; readonly value: Redacted.Redacted<string> }
+  | { readonly source: "generated"; readonly path: string }
 
 export interface ResolvedConfig {
   /** The file the configuration came from, or `embedded default`. */
@@ -47,6 +54,12 @@ export interface ResolvedConfig {
   }
   /** Carry-forward (spec 2.4): how often the consistency checker runs and the outbox is polled. */
   readonly labels: { readonly consistencyCheckIntervalMs: number; readonly propagationPollIntervalMs: number }
+  /** Envelope encryption (SECURITY.md "Encryption at rest"): the root key and the re-encryption outbox poll. */
+  readonly encryption: { readonly rootKey: RootKeySource; readonly reencryptPollIntervalMs: number }
+  /** Outbound connections of connectors: loopback and private addresses only when allowed. */
+  readonly outbound: { readonly allowPrivateNetworks: boolean }
+  /** Background connection probes: scheduler tick and parallelism. */
+  readonly probes: { readonly pollIntervalMs: number; readonly maxConcurrency: number }
   readonly hostApplication: NonNullable<ConfigFile["host_application"]>
   readonly telemetry: NonNullable<ConfigFile["telemetry"]>
   /** The decoded file as written, for features that read their own block. */

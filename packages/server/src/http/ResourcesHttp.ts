@@ -74,6 +74,9 @@ const connections = (h: HttpApiBuilder.Handlers.FromGroup<typeof ConnectionsApi>
       )
       .handle("get", ({ params }) => withActor((a) => svc.get(a, params.id)))
       .handle("update", ({ params, payload }) => withActor((a) => svc.update(a, params.id, payload)))
+      .handle("replaceCredentials", ({ params, payload }) =>
+        withActor((a) => svc.replaceCredentials(a, params.id, payload.credentials))
+      )
   )
 
 const keys = (h: HttpApiBuilder.Handlers.FromGroup<typeof KeysApi>) =>
@@ -84,6 +87,7 @@ const keys = (h: HttpApiBuilder.Handlers.FromGroup<typeof KeysApi>) =>
       .handle("get", ({ params }) => withActor((a) => svc.get(a, params.id)))
       .handle("update", ({ params, payload }) => withActor((a) => svc.update(a, params.id, payload)))
       .handle("delete", ({ params }) => withActor((a) => svc.remove(a, params.id)))
+      .handle("rotate", ({ params }) => withActor((a) => svc.rotate(a, params.id)))
   )
 
 const rateLimits = (h: HttpApiBuilder.Handlers.FromGroup<typeof RateLimitsApi>) =>

@@ -18,6 +18,7 @@ import * as SwaggerRoute from "../swagger/SwaggerRoute.ts"
 import { swaggerDocuments } from "../swagger/generate.ts"
 import { AdminApiAuthHttp, ApiAuthHttp } from "./AuthHttp.ts"
 import { AdminApiMetadataHttp, ApiMetadataHttp } from "./MetadataHttp.ts"
+import { AdminApiProbesHttp, ApiProbesHttp } from "./ProbesHttp.ts"
 import { AdminApiResourcesHttp, ApiResourcesHttp } from "./ResourcesHttp.ts"
 import { AdminApiSearchHttp } from "./SearchHttp.ts"
 import { AuthenticationLive } from "./AuthenticationLive.ts"
@@ -60,7 +61,9 @@ const routes = (service: ServiceId) => {
         HttpApiBuilder.layer(ApiV1, { openapiPath: "/openapi.json" }).pipe(
           Layer.provide([
             ApiSystemHttp,
-            Layer.mergeAll(ApiAuthHttp, ApiResourcesHttp, ApiMetadataHttp).pipe(Layer.provide(AuthenticationLive))
+            Layer.mergeAll(ApiAuthHttp, ApiResourcesHttp, ApiProbesHttp, ApiMetadataHttp).pipe(
+              Layer.provide(AuthenticationLive)
+            )
           ])
         ),
         SwaggerRoute.layer(swaggerDocuments().api)
@@ -70,7 +73,13 @@ const routes = (service: ServiceId) => {
         HttpApiBuilder.layer(AdminApiV1, { openapiPath: "/openapi.json" }).pipe(
           Layer.provide([
             AdminApiSystemHttp,
-            Layer.mergeAll(AdminApiAuthHttp, AdminApiResourcesHttp, AdminApiMetadataHttp, AdminApiSearchHttp).pipe(
+            Layer.mergeAll(
+              AdminApiAuthHttp,
+              AdminApiResourcesHttp,
+              AdminApiProbesHttp,
+              AdminApiMetadataHttp,
+              AdminApiSearchHttp
+            ).pipe(
               Layer.provide(AuthenticationLive)
             )
           ])

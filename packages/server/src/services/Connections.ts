@@ -1,29 +1,37 @@
 /**
- * Connection operations (spec 2.7, 3.1, 4.1). Server-side creation lands on the connector's
- * primary version, in the connector's namespace or a descendant; this release creates
- * connections for connectors whose auth method is `none`.
+ * Connection operations (spec 2.7, 3.1, 4.1; API-CONVENTIONS "Resources"). Server-side creation
+ * lands on the connector's primary version, in the connector's namespace or a descendant, for
+ * auth methods that need no browser (none, api_key, basic, OAuth2 client credentials). The
+ * configuration is validated against the setup schemas (defaults applied) and, like the
+ * credentials, stored only encrypted; responses redact secret configuration fields and never
+ * carry credentials.
  */
 import type { Connection, CreateConnection, UpdateConnection } from "@svc/domain/Connection"
-import { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
+import type { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
 import { BadRequest, Conflict, NotFound } from "@svc/domain/Errors"
 import type { AuthenticatedActor } from "@svc/domain/http/Security"
 import { makeId } from "@svc/domain/Ids"
 import { namespaceFilterMatches } from "@svc/domain/Resource"
 import { ConnectorRepo } from "@svc/sql/ConnectorRepo"
-import { jsonb } from "@svc/sql/ResourceRepo"
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import type { ConnectionRow } from "@svc/sql/Rows"
+import { Context, Effect, Layer, Option } from "effect"
+import { ConnectionSecrets } from "../connections/ConnectionSecrets.ts"
+import { type CredentialsError, Credentials } from "../connections/Credentials.ts"
+import { ConnectorDefinitions } from "./ConnectorDefinitions.ts"
 import { type ListPage, type ListRequest, Listing } from "./Listing.ts"
 import * as Present from "./Presenters.ts"
 import * as Kinds from "./ResourceKinds.ts"
 import { type ResourceError, ResourceOps } from "./ResourceOps.ts"
+import { redactConfiguration, validateConfiguration } from "./SetupConfiguration.ts"
 
-const decodeDefinition = Schema.decodeUnknownSync(ConnectorDefinition)
+/** Errors of operations that may call a provider. */
+export type ConnectionError = ResourceError | CredentialsError
 
-/** Connection CRUD for the HTTP handlers. */
+/** Connection operations for the HTTP handlers. */
 export class Connections extends Context.Service<
   Connections,
   {
-    readonly create: (actor: AuthenticatedActor, body: CreateConnection) => Effect.Effect<Connection, ResourceError>
+    readonly create: (actor: AuthenticatedActor, body: CreateConnection) => Effect.Effect<Connection, ConnectionError>
     readonly list: (actor: AuthenticatedActor, query: ListRequest) => Effect.Effect<ListPage<Connection>, BadRequest>
     readonly get: (actor: AuthenticatedActor, id: string) => Effect.Effect<Connection, ResourceError>
     readonly update: (
@@ -31,14 +39,34 @@ export class Connections extends Context.Service<
       id: string,
       body: UpdateConnection
     ) => Effect.Effect<Connection, ResourceError>
+    /** Replaces the credentials; the id, configuration and state stay. */
+    readonly replaceCredentials: (
+      actor: AuthenticatedActor,
+      id: string,
+      credentials: unknown
+    ) => Effect.Effect<Connection, ConnectionError>
   }
 >()("@svc/server/Connections") {
-  static readonly layer: Layer.Layer<Connections, never, ResourceOps | Listing | ConnectorRepo> = Layer.effect(
+  static readonly layer: Layer.Layer<
+    Connections,
+    never,
+    ResourceOps | Listing | ConnectorRepo | ConnectorDefinitions | ConnectionSecrets | Credentials
+  > = Layer.effect(
     Connections,
     Effect.gen(function* () {
       const ops = yield* ResourceOps
       const listing = yield* Listing
       const connectorRepo = yield* ConnectorRepo
+      const definitions = yield* ConnectorDefinitions
+      const secrets = yield* ConnectionSecrets
+      const credentials = yield* Credentials
+
+      const present = (row: ConnectionRow) =>
+        Effect.gen(function* () {
+          const definition = yield* definitions.get(row.connectorId, row.connectorVersion)
+          const configuration = yield* secrets.configuration(row)
+          return Present.connection(row, redactConfiguration(definition, configuration))
+        })
 
       const create = Effect.fn("Connections.create")(function* (actor: AuthenticatedActor, body: CreateConnection) {
         const found = yield* ops.find(Kinds.connectors, body.connectorId)
@@ -57,6 +85,8 @@ export class Connections extends Context.Service<
             code: "namespace_outside_connector"
           })
         }
+        // Refuse before any provider is called on the caller's behalf.
+        yield* ops.authorizeCreate(actor, Kinds.connections, namespace)
         const versions = yield* Effect.orDie(connectorRepo.versions(connector.id))
         const primary = versions.find((version) => version.state === "primary")
         // spec 3.2: only a primary version accepts new connections.
@@ -66,22 +96,14 @@ export class Connections extends Context.Service<
             code: "no_primary_version"
           })
         }
-        const definition = decodeDefinition(primary.definition)
-        if (definition.auth.type !== "none") {
-          return yield* new BadRequest({
-            error: `server-side creation of ${definition.auth.type} connections is not available in this release`,
-            code: "auth_method_unsupported"
-          })
-        }
-        if (body.credentials !== undefined) {
-          return yield* new BadRequest({
-            error: "a connector with auth method none takes no credentials",
-            code: "credentials_not_accepted",
-            details: [{ field: "body.credentials", message: "not accepted for auth method none" }]
-          })
-        }
+        const definition: ConnectorDefinition = yield* definitions.get(connector.id, primary.version)
+        const setup = yield* validateConfiguration(definition, body.configuration, "body.configuration")
+        const stored = yield* credentials.accept(definition, body.credentials, "body.credentials")
+        const identity = { id: makeId("cxn"), namespace }
+        const configurationEnc = yield* secrets.sealConfiguration(identity, setup.configuration)
+        const credentialsEnc = stored === undefined ? null : yield* secrets.sealCredentials(identity, stored)
         const row = yield* ops.create(actor, Kinds.connections, {
-          id: makeId("cxn"),
+          id: identity.id,
           namespace,
           name: body.name,
           labels: body.labels,
@@ -89,31 +111,61 @@ export class Connections extends Context.Service<
           columns: {
             connectorId: connector.id,
             connectorVersion: primary.version,
-            state: "configured",
+            // A required configure field is missing: the actor resumes setup from that step (spec 2.7).
+            state: setup.setupStepId === null ? "configured" : "setup",
             healthState: "healthy",
-            setupStepId: null,
-            configuration: jsonb(body.configuration ?? {})
+            setupStepId: setup.setupStepId,
+            configurationEnc,
+            credentialsEnc
           }
         })
-        return Present.connection(row)
+        return yield* present(row)
+      })
+
+      const replaceCredentials = Effect.fn("Connections.replaceCredentials")(function* (
+        actor: AuthenticatedActor,
+        id: string,
+        input: unknown
+      ) {
+        const current = yield* ops.load(actor, Kinds.connections, id, "update")
+        const definition = yield* definitions.get(current.connectorId, current.connectorVersion)
+        if (definition.auth.type === "none") {
+          return yield* new BadRequest({
+            error: "a connector with auth method none has no credentials to replace",
+            code: "credentials_not_accepted"
+          })
+        }
+        const stored = yield* credentials.accept(definition, input, "body.credentials")
+        if (stored === undefined) return yield* Effect.die(new Error("accepted credentials are empty"))
+        const credentialsEnc = yield* secrets.sealCredentials(current, stored)
+        const row = yield* ops.update(actor, Kinds.connections, id, { columns: { credentialsEnc } }, (locked) =>
+          // The version decides the auth method: a migration in between must not mix them up.
+          locked.connectorVersion === current.connectorVersion
+            ? Effect.void
+            : Effect.fail(
+                new Conflict({ error: `connection ${id} changed version meanwhile; retry`, code: "concurrent_change" })
+              )
+        )
+        return yield* present(row)
       })
 
       return Connections.of({
         create,
+        replaceCredentials,
         list: (actor, query) =>
-          listing.list(actor, Kinds.connections, query, Present.connection, {
+          listing.listWith(actor, Kinds.connections, query, present, {
             state: "state",
             connectorId: "connectorId"
           }),
-        get: (actor, id) => Effect.map(ops.load(actor, Kinds.connections, id, "get"), Present.connection),
+        get: (actor, id) => Effect.flatMap(ops.load(actor, Kinds.connections, id, "get"), present),
         update: (actor, id, body) =>
-          Effect.map(
+          Effect.flatMap(
             ops.update(actor, Kinds.connections, id, {
               name: body.name,
               labels: body.labels,
               annotations: body.annotations
             }),
-            Present.connection
+            present
           )
       })
     })

@@ -6,16 +6,17 @@ import type {
   Connector,
   ConnectorVersion,
   CreateConnector,
+  DefinitionDocument,
   SetVersionState,
   UpdateConnector
 } from "@svc/domain/Connector"
-import type { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
 import { type BadRequest, Conflict, NotFound } from "@svc/domain/Errors"
 import type { AuthenticatedActor } from "@svc/domain/http/Security"
 import { makeId } from "@svc/domain/Ids"
 import { ConnectorRepo } from "@svc/sql/ConnectorRepo"
 import { ResourceRepo } from "@svc/sql/ResourceRepo"
 import { Context, DateTime, Effect, Layer, Option } from "effect"
+import { DefinitionValidator } from "./DefinitionValidator.ts"
 import { type ListPage, type ListRequest, Listing } from "./Listing.ts"
 import * as Present from "./Presenters.ts"
 import * as Kinds from "./ResourceKinds.ts"
@@ -42,7 +43,7 @@ export class Connectors extends Context.Service<
     readonly createVersion: (
       actor: AuthenticatedActor,
       id: string,
-      definition: ConnectorDefinition
+      definition: DefinitionDocument
     ) => Effect.Effect<ConnectorVersion, ResourceError>
     readonly versions: (
       actor: AuthenticatedActor,
@@ -61,125 +62,131 @@ export class Connectors extends Context.Service<
     ) => Effect.Effect<ConnectorVersion, ResourceError>
   }
 >()("@svc/server/Connectors") {
-  static readonly layer: Layer.Layer<Connectors, never, ResourceOps | Listing | ConnectorRepo | ResourceRepo> =
-    Layer.effect(
-      Connectors,
-      Effect.gen(function* () {
-        const ops = yield* ResourceOps
-        const listing = yield* Listing
-        const connectorRepo = yield* ConnectorRepo
-        const repo = yield* ResourceRepo
-        const now = Effect.map(DateTime.now, (n) => new Date(DateTime.toEpochMillis(n)))
+  static readonly layer: Layer.Layer<
+    Connectors,
+    never,
+    ResourceOps | Listing | ConnectorRepo | ResourceRepo | DefinitionValidator
+  > = Layer.effect(
+    Connectors,
+    Effect.gen(function* () {
+      const ops = yield* ResourceOps
+      const listing = yield* Listing
+      const connectorRepo = yield* ConnectorRepo
+      const repo = yield* ResourceRepo
+      const validator = yield* DefinitionValidator
+      const now = Effect.map(DateTime.now, (n) => new Date(DateTime.toEpochMillis(n)))
 
-        const create = Effect.fn("Connectors.create")(function* (actor: AuthenticatedActor, body: CreateConnector) {
-          const id = makeId("cxr")
-          const at = yield* now
-          const row = yield* ops.create(actor, Kinds.connectors, {
-            id,
-            namespace: body.namespace,
-            name: body.name,
-            labels: body.labels,
-            annotations: body.annotations,
-            columns: { state: "draft", version: 1, type: body.definition.type },
-            afterInsert: Effect.asVoid(connectorRepo.insertVersion(id, body.definition, at))
-          })
-          return Present.connector(row)
+      const create = Effect.fn("Connectors.create")(function* (actor: AuthenticatedActor, body: CreateConnector) {
+        const definition = yield* validator.validate(body.definition)
+        const id = makeId("cxr")
+        const at = yield* now
+        const row = yield* ops.create(actor, Kinds.connectors, {
+          id,
+          namespace: body.namespace,
+          name: body.name,
+          labels: body.labels,
+          annotations: body.annotations,
+          columns: { state: "draft", version: 1, type: definition.type },
+          afterInsert: Effect.asVoid(connectorRepo.insertVersion(id, definition, at))
         })
-
-        // The current version's type is the connector's `svc/cxr/type` label: re-materialise it.
-        const relabel = (actor: AuthenticatedActor, id: string) =>
-          Effect.asVoid(ops.update(actor, Kinds.connectors, id, {}))
-
-        const missingVersion = (id: string, version: number) =>
-          new NotFound({ error: `connector ${id} has no version ${version}`, code: "not_found" })
-
-        const createVersion = Effect.fn("Connectors.createVersion")(function* (
-          actor: AuthenticatedActor,
-          id: string,
-          definition: ConnectorDefinition
-        ) {
-          yield* ops.load(actor, Kinds.connectors, id, "update")
-          const at = yield* now
-          const row = yield* Effect.orDie(
-            repo.withTransaction(
-              Effect.gen(function* () {
-                const created = yield* connectorRepo.insertVersion(id, definition, at)
-                yield* connectorRepo.refreshCurrent(id, at)
-                return created
-              })
-            )
-          )
-          yield* relabel(actor, id)
-          return Present.connectorVersion(row)
-        })
-
-        const setVersionState = Effect.fn("Connectors.setVersionState")(function* (
-          actor: AuthenticatedActor,
-          id: string,
-          version: number,
-          state: SetVersionState["state"]
-        ) {
-          yield* ops.load(actor, Kinds.connectors, id, "update")
-          const at = yield* now
-          const row = yield* orDie(
-            repo.withTransaction(
-              Effect.gen(function* () {
-                const current = yield* connectorRepo.version(id, version, { forUpdate: true })
-                if (Option.isNone(current)) return yield* missingVersion(id, version)
-                if (current.value.state === state) return current.value
-                if (!allowedFrom[state].includes(current.value.state)) {
-                  return yield* new Conflict({
-                    error: `version ${version} is ${current.value.state} and cannot become ${state}`,
-                    code: "invalid_state_transition"
-                  })
-                }
-                if (state === "archived" && (yield* connectorRepo.connectionsOn(id, version)) > 0) {
-                  return yield* new Conflict({
-                    error: `version ${version} still has live connections`,
-                    code: "version_in_use"
-                  })
-                }
-                yield* connectorRepo.setState(id, version, state, at)
-                yield* connectorRepo.refreshCurrent(id, at)
-                const updated = yield* connectorRepo.version(id, version)
-                return Option.getOrThrow(updated)
-              })
-            )
-          )
-          yield* relabel(actor, id)
-          return Present.connectorVersion(row)
-        })
-
-        return Connectors.of({
-          create,
-          list: (actor, query) =>
-            listing.list(actor, Kinds.connectors, query, Present.connector, { state: "state", type: "type" }),
-          get: (actor, id) => Effect.map(ops.load(actor, Kinds.connectors, id, "get"), Present.connector),
-          update: (actor, id, body) =>
-            Effect.map(
-              ops.update(actor, Kinds.connectors, id, {
-                name: body.name,
-                labels: body.labels,
-                annotations: body.annotations
-              }),
-              Present.connector
-            ),
-          createVersion,
-          versions: (actor, id) =>
-            Effect.gen(function* () {
-              yield* ops.load(actor, Kinds.connectors, id, "get")
-              const rows = yield* Effect.orDie(connectorRepo.versions(id))
-              return { items: rows.map(Present.connectorVersion) }
-            }),
-          version: (actor, id, version) =>
-            Effect.gen(function* () {
-              yield* ops.load(actor, Kinds.connectors, id, "get")
-              const row = yield* Effect.orDie(connectorRepo.version(id, version))
-              if (Option.isNone(row)) return yield* missingVersion(id, version)
-              return Present.connectorVersion(row.value)
-            }),
-          setVersionState
-        })
+        return Present.connector(row)
       })
-    )
+
+      // The current version's type is the connector's `svc/cxr/type` label: re-materialise it.
+      const relabel = (actor: AuthenticatedActor, id: string) =>
+        Effect.asVoid(ops.update(actor, Kinds.connectors, id, {}))
+
+      const missingVersion = (id: string, version: number) =>
+        new NotFound({ error: `connector ${id} has no version ${version}`, code: "not_found" })
+
+      const createVersion = Effect.fn("Connectors.createVersion")(function* (
+        actor: AuthenticatedActor,
+        id: string,
+        document: DefinitionDocument
+      ) {
+        yield* ops.load(actor, Kinds.connectors, id, "update")
+        const definition = yield* validator.validate(document)
+        const at = yield* now
+        const row = yield* Effect.orDie(
+          repo.withTransaction(
+            Effect.gen(function* () {
+              const created = yield* connectorRepo.insertVersion(id, definition, at)
+              yield* connectorRepo.refreshCurrent(id, at)
+              return created
+            })
+          )
+        )
+        yield* relabel(actor, id)
+        return Present.connectorVersion(row)
+      })
+
+      const setVersionState = Effect.fn("Connectors.setVersionState")(function* (
+        actor: AuthenticatedActor,
+        id: string,
+        version: number,
+        state: SetVersionState["state"]
+      ) {
+        yield* ops.load(actor, Kinds.connectors, id, "update")
+        const at = yield* now
+        const row = yield* orDie(
+          repo.withTransaction(
+            Effect.gen(function* () {
+              const current = yield* connectorRepo.version(id, version, { forUpdate: true })
+              if (Option.isNone(current)) return yield* missingVersion(id, version)
+              if (current.value.state === state) return current.value
+              if (!allowedFrom[state].includes(current.value.state)) {
+                return yield* new Conflict({
+                  error: `version ${version} is ${current.value.state} and cannot become ${state}`,
+                  code: "invalid_state_transition"
+                })
+              }
+              if (state === "archived" && (yield* connectorRepo.connectionsOn(id, version)) > 0) {
+                return yield* new Conflict({
+                  error: `version ${version} still has live connections`,
+                  code: "version_in_use"
+                })
+              }
+              yield* connectorRepo.setState(id, version, state, at)
+              yield* connectorRepo.refreshCurrent(id, at)
+              const updated = yield* connectorRepo.version(id, version)
+              return Option.getOrThrow(updated)
+            })
+          )
+        )
+        yield* relabel(actor, id)
+        return Present.connectorVersion(row)
+      })
+
+      return Connectors.of({
+        create,
+        list: (actor, query) =>
+          listing.list(actor, Kinds.connectors, query, Present.connector, { state: "state", type: "type" }),
+        get: (actor, id) => Effect.map(ops.load(actor, Kinds.connectors, id, "get"), Present.connector),
+        update: (actor, id, body) =>
+          Effect.map(
+            ops.update(actor, Kinds.connectors, id, {
+              name: body.name,
+              labels: body.labels,
+              annotations: body.annotations
+            }),
+            Present.connector
+          ),
+        createVersion,
+        versions: (actor, id) =>
+          Effect.gen(function* () {
+            yield* ops.load(actor, Kinds.connectors, id, "get")
+            const rows = yield* Effect.orDie(connectorRepo.versions(id))
+            return { items: rows.map(Present.connectorVersion) }
+          }),
+        version: (actor, id, version) =>
+          Effect.gen(function* () {
+            yield* ops.load(actor, Kinds.connectors, id, "get")
+            const row = yield* Effect.orDie(connectorRepo.version(id, version))
+            if (Option.isNone(row)) return yield* missingVersion(id, version)
+            return Present.connectorVersion(row.value)
+          }),
+        setVersionState
+      })
+    })
+  )
 }

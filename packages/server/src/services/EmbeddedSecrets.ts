@@ -1,10 +1,11 @@
 /**
  * Material the embedded default creates on first start and keeps in the data directory: the
- * development JWT signing key pair and the self-signed admin-api TLS certificate. Files are
- * written owner-only (0600) and never regenerated while present.
+ * development JWT signing key pair, the self-signed admin-api TLS certificate and the encryption
+ * root key. Files are written owner-only (0600) and never regenerated while present.
  */
 import { Effect } from "effect"
 import { exportPKCS8, exportSPKI, generateKeyPair } from "jose"
+import { randomBytes } from "node:crypto"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { generate as generateCertificate } from "selfsigned"
@@ -69,4 +70,22 @@ export const ensureSelfSignedCertificate = Effect.fn("EmbeddedSecrets.ensureSelf
   yield* writeSecret(paths.keyPath, pems.private)
   yield* writeSecret(paths.certPath, pems.cert)
   return true
+})
+
+/**
+ * Ensures the embedded encryption root key (base64 of 32 random bytes) exists; returns whether it
+ * was created now. Created exclusively, so a concurrent start never replaces a key in use.
+ */
+export const ensureRootKey = Effect.fn("EmbeddedSecrets.ensureRootKey")(function* (file: string) {
+  if (yield* fileExists(file)) return false
+  return yield* Effect.promise(async () => {
+    await fs.mkdir(path.dirname(file), { recursive: true, mode: 0o700 })
+    return fs.writeFile(file, `${randomBytes(32).toString("base64")}\n`, { mode: 0o600, flag: "wx" }).then(
+      () => true,
+      (error: unknown) => {
+        if (error instanceof Error && "code" in error && error.code === "EEXIST") return false
+        throw error
+      }
+    )
+  })
 })

@@ -61,6 +61,14 @@ export class Listing extends Context.Service<
       /** Query name → column of the equality filters this list accepts. */
       columns?: Readonly<Record<string, string>>
     ) => Effect.Effect<ListPage<A>, BadRequest>
+    /** `list` with an effectful presenter (e.g. one that decrypts). */
+    readonly listWith: <Row extends EnvelopeRow, A>(
+      actor: AuthenticatedActor,
+      kind: Kind<Row>,
+      request: ListRequest,
+      present: (row: Row) => Effect.Effect<A>,
+      columns?: Readonly<Record<string, string>>
+    ) => Effect.Effect<ListPage<A>, BadRequest>
   }
 >()("@svc/server/Listing") {
   static readonly layer: Layer.Layer<Listing, never, ResourceRepo> = Layer.effect(
@@ -68,11 +76,11 @@ export class Listing extends Context.Service<
     Effect.gen(function* () {
       const repo = yield* ResourceRepo
 
-      const list = <Row extends EnvelopeRow, A>(
+      const listWith = <Row extends EnvelopeRow, A>(
         actor: AuthenticatedActor,
         kind: Kind<Row>,
         request: ListRequest,
-        present: (row: Row) => A,
+        present: (row: Row) => Effect.Effect<A>,
         columns: Readonly<Record<string, string>> = {}
       ) =>
         Effect.gen(function* () {
@@ -138,11 +146,15 @@ export class Listing extends Context.Service<
                   after: { value: sortValue(sortField(last, state.order.field, kind)), id: kind.idOf(last) }
                 })
               : undefined
-          const items = rows.map(present)
+          const items = yield* Effect.forEach(rows, present)
           return cursor === undefined ? { items } : { items, cursor }
         }).pipe(Effect.withSpan("Listing.list", { attributes: { type: kind.type } }))
 
-      return Listing.of({ list })
+      return Listing.of({
+        listWith,
+        list: (actor, kind, request, present, columns) =>
+          listWith(actor, kind, request, (row) => Effect.succeed(present(row)), columns)
+      })
     })
   )
 }

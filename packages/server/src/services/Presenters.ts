@@ -55,17 +55,19 @@ export const connectorVersion = (row: ConnectorVersionRow): ConnectorVersion => 
   updatedAt: DateTime.formatIso(row.updatedAt)
 })
 
-export const connection = (row: ConnectionRow): Connection => ({
+/** A connection; `configuration` is the decrypted value with its secret fields already redacted. */
+export const connection = (row: ConnectionRow, configuration: Readonly<Record<string, unknown>>): Connection => ({
   ...envelope(row.id, row),
   connectorId: row.connectorId,
   connectorVersion: row.connectorVersion,
   state: row.state,
   healthState: row.healthState,
   setupStepId: row.setupStepId,
-  configuration: row.configuration
+  configuration
 })
 
-export const key = (row: KeyRow): Key => envelope(row.id, row)
+/** A key with its current data key version. */
+export const key = (row: KeyRow, version: number): Key => ({ ...envelope(row.id, row), version })
 
 const decodeRateLimitDefinition = Schema.decodeUnknownSync(Definition)
 

@@ -1,0 +1,179 @@
+/**
+ * Credentials of server-side connections (API-CONVENTIONS "Resources"): what each auth method
+ * accepts, the OAuth2 client-credentials token fetch, and keeping that token fresh. Inputs are
+ * validated without ever echoing a value; provider failures say what went wrong, never a secret.
+ */
+import {
+  ApiKeyCredentials,
+  BasicCredentials,
+  ClientCredentialsInput,
+  type StoredCredentials
+} from "@svc/domain/ConnectorAuth"
+import type { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
+import { BadGateway, BadRequest, GatewayTimeout, issueDetails } from "@svc/domain/Errors"
+import { Clock, Context, Effect, Layer, Schema } from "effect"
+import { SvcConfig } from "../config/SvcConfig.ts"
+import { fetchClientCredentialsToken, type TokenRequestFailed } from "../oauth/ClientCredentials.ts"
+import { Outbound } from "../proxy/Outbound.ts"
+import { endpointOptions } from "./OutboundOptions.ts"
+
+/** Errors of accepting credentials. */
+export type CredentialsError = BadRequest | BadGateway | GatewayTimeout
+
+/** A client-credentials token is renewed when it expires within this window. */
+const renewBeforeMs = 60_000
+
+const decodeWith =
+  <A>(schema: Schema.Codec<A, unknown>, root: string) =>
+  (input: unknown) =>
+    Schema.decodeUnknownEffect(schema)(input, { errors: "all", onExcessProperty: "error" }).pipe(
+      Effect.mapError(
+        (error) =>
+          new BadRequest({
+            error: "the credentials are not valid for this connector's auth method",
+            code: "invalid_credentials",
+            details: issueDetails(error.issue, root)
+          })
+      )
+    )
+
+const required = (root: string, what: string) =>
+  new BadRequest({
+    error: `this connector's auth method needs credentials (${what})`,
+    code: "credentials_required",
+    details: [{ field: root, message: `required: ${what}` }]
+  })
+
+const tokenFailure = (failure: TokenRequestFailed): CredentialsError => {
+  switch (failure.reason) {
+    case "network_error":
+      return new BadGateway({ error: failure.message, code: "token_endpoint_unreachable" })
+    case "timeout":
+      return new GatewayTimeout({ error: failure.message, code: "token_endpoint_timeout" })
+    case "provider_5xx":
+    case "malformed_response":
+      return new BadGateway({ error: failure.message, code: "token_endpoint_failed" })
+    default:
+      return new BadRequest({ error: failure.message, code: "token_request_rejected" })
+  }
+}
+
+/** Accepting and renewing connection credentials. */
+export class Credentials extends Context.Service<
+  Credentials,
+  {
+    /**
+     * Validates `input` for the definition's auth method and returns what is stored; a
+     * client-credentials connection fetches its first token here.
+     */
+    readonly accept: (
+      definition: ConnectorDefinition,
+      input: unknown,
+      root: string
+    ) => Effect.Effect<StoredCredentials | undefined, CredentialsError>
+    /** A fresh client-credentials token for stored credentials near or past expiry; else undefined. */
+    readonly renew: (
+      definition: ConnectorDefinition,
+      stored: StoredCredentials | undefined
+    ) => Effect.Effect<StoredCredentials | undefined, CredentialsError>
+  }
+>()("@svc/server/Credentials") {
+  static readonly layer: Layer.Layer<Credentials, never, Outbound | SvcConfig> = Layer.effect(
+    Credentials,
+    Effect.gen(function* () {
+      const outbound = yield* Outbound
+      const config = yield* SvcConfig
+      const allowPrivate = config.outbound.allowPrivateNetworks
+
+      const clientCredentials = (
+        definition: ConnectorDefinition,
+        input: { readonly client_id: string; readonly client_secret?: string }
+      ) => {
+        const auth = definition.auth
+        if (auth.type !== "oauth2" || auth.grant_type !== "client_credentials") {
+          return Effect.die(new Error("client credentials requested for another auth method"))
+        }
+        const options = endpointOptions(definition, auth.token_endpoint, allowPrivate)
+        return Effect.gen(function* () {
+          const now = yield* Clock.currentTimeMillis
+          const token = yield* fetchClientCredentialsToken(
+            auth,
+            input,
+            (request) => outbound.send(request, options),
+            now
+          ).pipe(Effect.mapError(tokenFailure))
+          const stored: StoredCredentials = {
+            kind: "oauth2_client_credentials",
+            client_id: input.client_id,
+            ...(input.client_secret === undefined ? {} : { client_secret: input.client_secret }),
+            token
+          }
+          return stored
+        }).pipe(Effect.withSpan("oauth2.token_exchange", { attributes: { "svc.oauth2.grant_type": "client_credentials" } }))
+      }
+
+      const accept = Effect.fn("Credentials.accept")(function* (
+        definition: ConnectorDefinition,
+        input: unknown,
+        root: string
+      ) {
+        const auth = definition.auth
+        switch (auth.type) {
+          case "none": {
+            if (input === undefined) return undefined
+            return yield* new BadRequest({
+              error: "a connector with auth method none takes no credentials",
+              code: "credentials_not_accepted",
+              details: [{ field: root, message: "not accepted for auth method none" }]
+            })
+          }
+          case "api_key": {
+            if (input === undefined) return yield* required(root, "api_key")
+            const value = yield* decodeWith(ApiKeyCredentials, root)(input)
+            return { kind: "api_key", api_key: value.api_key } satisfies StoredCredentials
+          }
+          case "basic": {
+            if (input === undefined) return yield* required(root, "username and password")
+            const value = yield* decodeWith(BasicCredentials, root)(input)
+            return { kind: "basic", username: value.username, password: value.password } satisfies StoredCredentials
+          }
+          case "oauth2": {
+            if (auth.grant_type === "authorization_code") {
+              return yield* new BadRequest({
+                error:
+                  "this connector uses the OAuth2 authorization code flow: create its connections with POST /api/v1/connections/_initiate",
+                code: "interactive_auth_required"
+              })
+            }
+            if (input === undefined) return yield* required(root, "client_id and client_secret")
+            const value = yield* decodeWith(ClientCredentialsInput, root)(input)
+            if (value.client_secret === undefined && auth.client_auth !== "none") {
+              return yield* new BadRequest({
+                error: `client_secret is required with client_auth ${auth.client_auth}`,
+                code: "invalid_credentials",
+                details: [{ field: `${root}.client_secret`, message: "required" }]
+              })
+            }
+            return yield* clientCredentials(definition, value)
+          }
+        }
+      })
+
+      const renew = Effect.fn("Credentials.renew")(function* (
+        definition: ConnectorDefinition,
+        stored: StoredCredentials | undefined
+      ) {
+        if (stored?.kind !== "oauth2_client_credentials") return undefined
+        const expiresAt = stored.token.expires_at
+        const now = yield* Clock.currentTimeMillis
+        if (expiresAt === undefined || expiresAt - renewBeforeMs > now) return undefined
+        return yield* clientCredentials(definition, {
+          client_id: stored.client_id,
+          ...(stored.client_secret === undefined ? {} : { client_secret: stored.client_secret })
+        })
+      })
+
+      return Credentials.of({ accept, renew })
+    })
+  )
+}

@@ -1,0 +1,170 @@
+/**
+ * Connector probes (spec 4.2, API-CONVENTIONS "Proxy"): a probe is one request the connector
+ * defines, sent through a connection's credentials under the connector's outbound policy. Any
+ * upstream answer or failure is an outcome, never an HTTP error of the caller's request.
+ */
+import type { ProbeResult } from "@svc/domain/Connection"
+import type { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
+import { parseDuration } from "@svc/domain/Duration"
+import { NotFound } from "@svc/domain/Errors"
+import type { AuthenticatedActor } from "@svc/domain/http/Security"
+import { ConnectionRepo } from "@svc/sql/ConnectionRepo"
+import type { ConnectionRow } from "@svc/sql/Rows"
+import { Clock, Context, DateTime, Effect, Layer } from "effect"
+import { SvcConfig } from "../config/SvcConfig.ts"
+import { injectCredentials } from "../proxy/CredentialInjection.ts"
+import { Outbound } from "../proxy/Outbound.ts"
+import { ConnectorDefinitions } from "../services/ConnectorDefinitions.ts"
+import * as Kinds from "../services/ResourceKinds.ts"
+import { type ResourceError, ResourceOps } from "../services/ResourceOps.ts"
+import { ConnectionSecrets } from "./ConnectionSecrets.ts"
+import { Credentials } from "./Credentials.ts"
+import { upstreamOptions } from "./OutboundOptions.ts"
+
+/** One probe of a definition. */
+export type ProbeDefinition = NonNullable<ConnectorDefinition["probes"]>[number]
+
+const placeholder = /\{\{\s*cfg\.([A-Za-z0-9_.-]+)\s*\}\}/g
+
+/** The probe URL with `{{cfg.<key>}}` placeholders filled from the configuration (URL-encoded). */
+export const renderProbeUrl = (
+  template: string,
+  configuration: Readonly<Record<string, unknown>>
+): { readonly url: URL } | { readonly error: string } => {
+  let missing: string | undefined
+  const text = template.replace(placeholder, (_, key: string) => {
+    const value = configuration[key]
+    if (typeof value !== "string" && typeof value !== "number" && typeof value !== "boolean") {
+      missing ??= key
+      return ""
+    }
+    return encodeURIComponent(String(value))
+  })
+  if (missing !== undefined) return { error: `configuration key ${missing} is not set` }
+  try {
+    return { url: new URL(text) }
+  } catch {
+    return { error: "the probe URL is not a valid URL after filling in the configuration" }
+  }
+}
+
+/** Whether a status counts as success: the listed statuses, else any 2xx. */
+export const expectedStatus = (probe: ProbeDefinition, status: number): boolean =>
+  probe.expected_statuses === undefined ? status >= 200 && status < 300 : probe.expected_statuses.includes(status)
+
+/** Probe runs. */
+export class Probes extends Context.Service<
+  Probes,
+  {
+    /** `GET /api/v1/connectors/{connector}/probes/{probe}?connectionId=`. */
+    readonly runFor: (
+      actor: AuthenticatedActor,
+      connectorId: string,
+      probeId: string,
+      connectionId: string
+    ) => Effect.Effect<ProbeResult, ResourceError>
+    /** Runs one probe of a loaded connection (the background monitor's entry point). */
+    readonly run: (row: ConnectionRow, definition: ConnectorDefinition, probe: ProbeDefinition) => Effect.Effect<ProbeResult>
+  }
+>()("@svc/server/Probes") {
+  static readonly layer: Layer.Layer<
+    Probes,
+    never,
+    | ResourceOps
+    | ConnectorDefinitions
+    | ConnectionSecrets
+    | Credentials
+    | Outbound
+    | ConnectionRepo
+    | SvcConfig
+  > = Layer.effect(
+    Probes,
+    Effect.gen(function* () {
+      const ops = yield* ResourceOps
+      const definitions = yield* ConnectorDefinitions
+      const secrets = yield* ConnectionSecrets
+      const credentials = yield* Credentials
+      const outbound = yield* Outbound
+      const connections = yield* ConnectionRepo
+      const config = yield* SvcConfig
+
+      /** The connection's credentials, with a client-credentials token renewed (and stored) when due. */
+      const usableCredentials = (row: ConnectionRow, definition: ConnectorDefinition) =>
+        Effect.gen(function* () {
+          const stored = yield* secrets.credentials(row)
+          const renewed = yield* credentials.renew(definition, stored)
+          if (renewed === undefined) return stored
+          const sealed = yield* secrets.sealCredentials(row, renewed)
+          const now = new Date(yield* Clock.currentTimeMillis)
+          // Compare-and-swap: a concurrent rotation wins; this run still uses the fresh token.
+          yield* Effect.orDie(connections.swapCredentials(row.id, row.credentialsEnc, sealed, now))
+          return renewed
+        })
+
+      const run = Effect.fn("Probes.run")(function* (
+        row: ConnectionRow,
+        definition: ConnectorDefinition,
+        probe: ProbeDefinition
+      ) {
+        const started = yield* Clock.currentTimeMillis
+        const finish = (fields: { outcome: "success" | "failure"; statusCode?: number; error?: string }) =>
+          Effect.map(Clock.currentTimeMillis, (end): ProbeResult => ({
+            probeId: probe.id,
+            connectionId: row.id,
+            ...fields,
+            durationMs: end - started,
+            checkedAt: DateTime.formatIso(DateTime.makeUnsafe(end))
+          }))
+        const configuration = yield* secrets.configuration(row)
+        const target = renderProbeUrl(probe.url, configuration)
+        if ("error" in target) return yield* finish({ outcome: "failure", error: target.error })
+        const creds = yield* usableCredentials(row, definition).pipe(Effect.result)
+        if (creds._tag === "Failure") {
+          return yield* finish({ outcome: "failure", error: `credentials: ${creds.failure.error}` })
+        }
+        const request = injectCredentials(definition.auth, creds.success, {
+          url: target.url,
+          headers: { ...probe.headers }
+        })
+        const timeoutMs = parseDuration(probe.timeout) ?? 10_000
+        const response = yield* outbound
+          .send(
+            { method: probe.method, url: request.url, headers: request.headers },
+            upstreamOptions(definition, config.outbound.allowPrivateNetworks, timeoutMs)
+          )
+          .pipe(Effect.result)
+        if (response._tag === "Failure") return yield* finish({ outcome: "failure", error: response.failure.message })
+        const status = response.success.status
+        return yield* expectedStatus(probe, status)
+          ? finish({ outcome: "success", statusCode: status })
+          : finish({ outcome: "failure", statusCode: status, error: `unexpected status ${status}` })
+      })
+
+      const runFor = Effect.fn("Probes.runFor")(function* (
+        actor: AuthenticatedActor,
+        connectorId: string,
+        probeId: string,
+        connectionId: string
+      ) {
+        const row = yield* ops.load(actor, Kinds.connections, connectionId, "proxy")
+        if (row.connectorId !== connectorId) {
+          return yield* new NotFound({
+            error: `connection ${connectionId} does not belong to connector ${connectorId}`,
+            code: "not_found"
+          })
+        }
+        const definition = yield* definitions.get(row.connectorId, row.connectorVersion)
+        const probe = definition.probes?.find((candidate) => candidate.id === probeId)
+        if (probe === undefined) {
+          return yield* new NotFound({
+            error: `connector ${connectorId} version ${row.connectorVersion} has no probe ${probeId}`,
+            code: "probe_not_found"
+          })
+        }
+        return yield* run(row, definition, probe)
+      })
+
+      return Probes.of({ run, runFor })
+    })
+  )
+}

@@ -1,0 +1,85 @@
+/**
+ * The one outbound HTTP client (ARCHITECTURE.md "The request path", SECURITY.md): probes, token
+ * fetches and the proxy data plane all leave through it.
+ */
+import { Context, Effect, Layer } from "effect"
+import { Agent } from "undici"
+import { guardedConnector, type Resolver, systemResolver } from "./GuardedConnector.ts"
+import type { OutboundError } from "./OutboundError.ts"
+import { type OutboundPolicy, type OutboundRequest, prepareOutbound } from "./OutboundGuard.ts"
+import { collectResponse, type OutboundResponse, type OutboundTimeouts } from "./ResponseCollector.ts"
+
+export type { OutboundPolicy, OutboundRequest } from "./OutboundGuard.ts"
+export type { OutboundResponse, OutboundTimeouts } from "./ResponseCollector.ts"
+
+/** What one call of `Outbound.send` is held to. */
+export interface SendOptions {
+  readonly policy: OutboundPolicy
+  readonly timeouts: OutboundTimeouts
+  readonly maxResponseBytes: number
+}
+
+/** Process-wide agent settings; every field has a production default. */
+export interface OutboundOptions {
+  /** Host name resolution (tests substitute a fixed table); default `dns.lookup`. */
+  readonly resolve?: Resolver
+  /** Upper bound of any socket connect attempt, whatever the request's own connect deadline; default 30 s. */
+  readonly connectCeilingMs?: number
+  /** How long an idle keep-alive socket stays pooled; default 4 s (upstream hints may shorten it). */
+  readonly keepAliveTimeoutMs?: number
+  /** Sockets per origin and address policy; default unlimited (per-connection caps live upstream of this). */
+  readonly connectionsPerOrigin?: number
+}
+
+/**
+ * Sends a request only to a host the policy allows and only to addresses checked at connect time
+ * (never a redirect target, never link-local or metadata, loopback/private only when allowed);
+ * strips hop-by-hop headers both ways; enforces connect, first-byte and total deadlines and a body cap.
+ */
+export class Outbound extends Context.Service<
+  Outbound,
+  {
+    send(request: OutboundRequest, options: SendOptions): Effect.Effect<OutboundResponse, OutboundError>
+  }
+>()("@svc/server/proxy/Outbound") {
+  /** Outbound with explicit agent settings; the agents close with the layer. */
+  static layerWith(options: OutboundOptions): Layer.Layer<Outbound> {
+    return Layer.effect(
+      Outbound,
+      Effect.gen(function* () {
+        const resolve = options.resolve ?? systemResolver
+        const makeAgent = (allowPrivateNetworks: boolean) =>
+          Effect.acquireRelease(
+            Effect.sync(
+              () =>
+                new Agent({
+                  connect: guardedConnector({
+                    allowPrivateNetworks,
+                    resolve,
+                    connectTimeoutMs: options.connectCeilingMs ?? 30_000
+                  }),
+                  keepAliveTimeout: options.keepAliveTimeoutMs ?? 4_000,
+                  ...(options.connectionsPerOrigin === undefined ? {} : { connections: options.connectionsPerOrigin })
+                })
+            ),
+            (agent) => Effect.promise(() => agent.destroy())
+          )
+        // Sockets are pooled per address policy: a socket vetted under allow_private_networks never
+        // carries a request whose policy forbids private addresses.
+        const publicOnly = yield* makeAgent(false)
+        const withPrivate = yield* makeAgent(true)
+
+        const send = Effect.fn("Outbound.send")(function* (request: OutboundRequest, sendOptions: SendOptions) {
+          const prepared = prepareOutbound(request, sendOptions.policy)
+          if (!("dispatch" in prepared)) return yield* prepared
+          const agent = prepared.allowPrivateNetworks ? withPrivate : publicOnly
+          return yield* collectResponse(agent, prepared, sendOptions.timeouts, sendOptions.maxResponseBytes)
+        })
+        return Outbound.of({ send })
+      })
+    )
+  }
+
+  /** Outbound with production defaults (system DNS). */
+  static readonly layer: Layer.Layer<Outbound> = Outbound.layerWith({})
+}

@@ -1,0 +1,39 @@
+/**
+ * Decoded connector definitions by (connector, version), cached in process: a version's document
+ * never changes once written, so the cache needs no invalidation.
+ */
+import { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
+import { ConnectorRepo } from "@svc/sql/ConnectorRepo"
+import { Context, Effect, Layer, Option, Schema } from "effect"
+
+const decode = Schema.decodeUnknownEffect(ConnectorDefinition)
+const maxEntries = 4096
+
+/** Read access to stored definitions. */
+export class ConnectorDefinitions extends Context.Service<
+  ConnectorDefinitions,
+  {
+    /** The definition of one version; a missing version or undecodable document is a defect. */
+    readonly get: (connectorId: string, version: number) => Effect.Effect<ConnectorDefinition>
+  }
+>()("@svc/server/ConnectorDefinitions") {
+  static readonly layer: Layer.Layer<ConnectorDefinitions, never, ConnectorRepo> = Layer.effect(
+    ConnectorDefinitions,
+    Effect.gen(function* () {
+      const repo = yield* ConnectorRepo
+      const cache = new Map<string, ConnectorDefinition>()
+      const get = Effect.fnUntraced(function* (connectorId: string, version: number) {
+        const key = `${connectorId}\u0000${version}`
+        const hit = cache.get(key)
+        if (hit !== undefined) return hit
+        const row = yield* Effect.orDie(repo.version(connectorId, version))
+        if (Option.isNone(row)) return yield* Effect.die(new Error(`connector ${connectorId} has no version ${version}`))
+        const definition = yield* Effect.orDie(decode(row.value.definition))
+        if (cache.size >= maxEntries) cache.delete(cache.keys().next().value as string)
+        cache.set(key, definition)
+        return definition
+      })
+      return ConnectorDefinitions.of({ get })
+    })
+  )
+}

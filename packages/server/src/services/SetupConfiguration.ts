@@ -1,0 +1,172 @@
+/**
+ * Connection configuration against a definition's `setup_flow` (spec 2.7, 3.1): each step's JSON
+ * Schema is compiled with Ajv (draft 2020-12, strict, formats, defaults applied). Missing required
+ * preconnect properties are errors; a missing required configure property is not, it names the
+ * step to resume from. Messages never echo a configuration value (it may be a secret).
+ */
+import type { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
+import { BadRequest, type ErrorDetail } from "@svc/domain/Errors"
+import {
+  type SetupFlow,
+  type SetupPhaseName,
+  secretConfigurationKeys,
+  setupSteps,
+  stepProperties
+} from "@svc/domain/SetupFlow"
+import { type ErrorObject, Ajv2020, type ValidateFunction } from "ajv/dist/2020.js"
+import addFormats from "ajv-formats"
+import { Effect } from "effect"
+
+/** One compiled step. */
+interface CompiledStep {
+  readonly phase: SetupPhaseName
+  readonly id: string
+  readonly keys: ReadonlyArray<string>
+  readonly validate: ValidateFunction
+}
+
+const newAjv = () => {
+  const ajv = new Ajv2020({
+    strict: true,
+    allowUnionTypes: true,
+    allErrors: true,
+    useDefaults: true,
+    validateFormats: true,
+    logger: false
+  })
+  addFormats.default(ajv)
+  return ajv
+}
+
+type Compiled = { readonly steps: ReadonlyArray<CompiledStep> } | { readonly problems: ReadonlyArray<ErrorDetail> }
+
+const compileFlow = (flow: SetupFlow | undefined, root: string): Compiled => {
+  // One Ajv instance per flow: its schema cache lives and dies with the flow.
+  const ajv = newAjv()
+  const steps: Array<CompiledStep> = []
+  const problems: Array<ErrorDetail> = []
+  for (const { phase, index, step } of setupSteps(flow)) {
+    try {
+      steps.push({
+        phase,
+        id: step.id,
+        keys: Object.keys(stepProperties(step)),
+        validate: ajv.compile(step.json_schema)
+      })
+    } catch (error) {
+      problems.push({
+        field: `${root}.setup_flow.${phase}.steps[${index}].json_schema`,
+        message: `invalid JSON Schema: ${error instanceof Error ? error.message : String(error)}`
+      })
+    }
+  }
+  return problems.length > 0 ? { problems } : { steps }
+}
+
+const compiledFlows = new WeakMap<object, ReadonlyArray<CompiledStep>>()
+
+const compiledSteps = (definition: Pick<ConnectorDefinition, "setup_flow">): ReadonlyArray<CompiledStep> => {
+  const flow = definition.setup_flow
+  if (flow === undefined) return []
+  const cached = compiledFlows.get(flow)
+  if (cached !== undefined) return cached
+  const compiled = compileFlow(flow, "definition")
+  // A stored definition was validated when it was created: a schema that no longer compiles is a defect.
+  if ("problems" in compiled) throw new Error(`setup_flow does not compile: ${compiled.problems[0]?.message}`)
+  compiledFlows.set(flow, compiled.steps)
+  return compiled.steps
+}
+
+/** Problems compiling every step schema of `flow`, with fields under `root` (e.g. `body.definition`). */
+export const setupFlowProblems = (flow: SetupFlow | undefined, root: string): ReadonlyArray<ErrorDetail> => {
+  const compiled = compileFlow(flow, root)
+  return "problems" in compiled ? compiled.problems : []
+}
+
+const pointerPath = (pointer: string): string =>
+  pointer
+    .split("/")
+    .slice(1)
+    .map((part) => part.replaceAll("~1", "/").replaceAll("~0", "~"))
+    .map((part) => (/^\d+$/.test(part) ? `[${part}]` : `.${part}`))
+    .join("")
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+const stringParam = (error: ErrorObject, name: string): string | undefined => {
+  const value: unknown = error.params[name]
+  return typeof value === "string" ? value : undefined
+}
+
+/** The outcome of a valid configuration. */
+export interface CheckedConfiguration {
+  /** The configuration with schema defaults applied. */
+  readonly configuration: Record<string, unknown>
+  /** The first configure step with a missing required property, or `null` when setup is complete. */
+  readonly setupStepId: string | null
+}
+
+const invalid = (details: ReadonlyArray<ErrorDetail>) =>
+  new BadRequest({ error: "invalid configuration", code: "invalid_configuration", details })
+
+/**
+ * Validates a connection configuration: every key must be declared by a step, every value must
+ * match its step's schema, required preconnect properties must be present; defaults are applied.
+ */
+export const validateConfiguration = Effect.fnUntraced(function* (
+  definition: Pick<ConnectorDefinition, "setup_flow">,
+  configuration: Readonly<Record<string, unknown>> | undefined,
+  root = "body.configuration"
+): Effect.fn.Return<CheckedConfiguration, BadRequest> {
+  const input: unknown = configuration ?? {}
+  if (!isPlainObject(input)) return yield* invalid([{ field: root, message: "must be an object" }])
+  const steps = compiledSteps(definition)
+  const details: Array<ErrorDetail> = []
+  const declared = new Set(steps.flatMap((step) => step.keys))
+  for (const key of Object.keys(input)) {
+    if (!declared.has(key)) details.push({ field: `${root}.${key}`, message: "no setup step declares this key" })
+  }
+  const out: Record<string, unknown> = {}
+  let setupStepId: string | null = null
+  for (const step of steps) {
+    const part: Record<string, unknown> = {}
+    for (const key of step.keys) if (key in input) part[key] = structuredClone(input[key])
+    step.validate(part)
+    for (const error of step.validate.errors ?? []) {
+      const at = `${root}${pointerPath(error.instancePath)}`
+      const missing = error.keyword === "required" ? stringParam(error, "missingProperty") : undefined
+      if (missing === undefined) {
+        const extra = error.keyword === "additionalProperties" ? stringParam(error, "additionalProperty") : undefined
+        details.push(
+          extra === undefined
+            ? { field: at, message: error.message ?? "is invalid" }
+            : { field: `${at}.${extra}`, message: "is not allowed" }
+        )
+      } else if (error.instancePath === "" && step.phase === "configure") {
+        // spec 3.1: a missing required configure field leaves the connection in setup at this step.
+        setupStepId ??= step.id
+      } else {
+        details.push({ field: `${at}.${missing}`, message: "is required" })
+      }
+    }
+    Object.assign(out, part)
+  }
+  if (details.length > 0) return yield* invalid(details)
+  return { configuration: out, setupStepId }
+})
+
+/** The configuration keys whose values are secret (`writeOnly: true` or `format: "password"`). */
+export const secretKeys = (definition: Pick<ConnectorDefinition, "setup_flow">): ReadonlySet<string> =>
+  secretConfigurationKeys(definition.setup_flow)
+
+/** A copy of `configuration` with every secret value replaced by `"[redacted]"`. */
+export const redactConfiguration = (
+  definition: Pick<ConnectorDefinition, "setup_flow">,
+  configuration: Readonly<Record<string, unknown>>
+): Record<string, unknown> => {
+  const secrets = secretKeys(definition)
+  return Object.fromEntries(
+    Object.entries(configuration).map(([key, value]) => [key, secrets.has(key) ? "[redacted]" : value])
+  )
+}
