@@ -68,6 +68,7 @@ const config = (url: string, checkInterval: string) =>
   [
     `database: { provider: postgres, url: "${url}", max_connections: 4 }`,
     `counter_store: { provider: redis, url: "redis://127.0.0.1:6379", key_prefix: "${keyPrefix}" }`,
+    "encryption: { root_key: { path: root.key } }",
     "system_auth:",
     "  jwt_signing_key: { private_key: { path: hs256.secret } }",
     "  actors:",
@@ -129,6 +130,7 @@ beforeAll(async () => {
   sql = Context.get(context, SqlClient.SqlClient)
   const url = Context.get(context, TestDatabase).url ?? ""
   await fs.writeFile(path.join(dir, "hs256.secret"), secret, { mode: 0o600 })
+  await fs.writeFile(path.join(dir, "root.key"), randomBytes(32).toString("base64"), { mode: 0o600 })
   await fs.writeFile(path.join(dir, "svc.yaml"), config(url, "24h"))
   await fs.writeFile(path.join(dir, "svc-checker.yaml"), config(url, "2s"))
   const migrated = await runSvc(["migrate"], { cwd: dir, env })

@@ -49,7 +49,7 @@ const connectorFor = async (auth: Record<string, unknown>, extra: Record<string,
     definition: {
       type: "demo",
       auth,
-      proxy: { allowed_hosts: ["127.0.0.1"], allow_private_networks: true },
+      proxy: { allowed_hosts: [`127.0.0.1:${upstream.port}`], allow_private_networks: true },
       probes: [{ id: "ping", url: `${upstream.origin}/probe/{{cfg.tenant}}` }],
       setup_flow: {
         preconnect: {
@@ -196,7 +196,11 @@ describe("credentials land where the definition says", () => {
     expect(request.headers.authorization).toBe(`Bearer ${accessToken}`)
 
     const rejected = await svc.call("POST", "/api/v1/connections", {
-      body: { connectorId, configuration: { tenant: "t4" }, credentials: { client_id: "svc-client", client_secret: "wrong" } }
+      body: {
+        connectorId,
+        configuration: { tenant: "t4" },
+        credentials: { client_id: "svc-client", client_secret: "wrong" }
+      }
     })
     const body = expectError(rejected, 400, "token_request_rejected")
     expect(body.error).not.toContain("wrong")
@@ -259,7 +263,10 @@ describe("rotation", () => {
     const first = plant()
     const second = plant()
     const connectorId = await connectorFor({ type: "api_key", placement: "bearer" })
-    const connection = await r.connection(connectorId, { configuration: { tenant: "rot" }, credentials: { api_key: first } })
+    const connection = await r.connection(connectorId, {
+      configuration: { tenant: "rot" },
+      credentials: { api_key: first }
+    })
     const rotated = expectStatus<ConnectionBody>(
       await svc.call("PUT", `/api/v1/connections/${connection.id}/credentials`, {
         body: { credentials: { api_key: second } }
@@ -299,7 +306,10 @@ describe("probes drive health", () => {
     const connection = await r.connection(connectorId, {})
     const read = () => r.get<ConnectionBody>("connections", connection.id)
     const checks = () => upstream.seen.filter((seen) => seen.path === "/health/check").length
-    await eventually(async () => checks(), (n) => n >= 2)
+    await eventually(
+      async () => checks(),
+      (n) => n >= 2
+    )
     expect((await read()).healthState).toBe("healthy")
     status = 503
     const failingFrom = checks()

@@ -131,7 +131,10 @@ describe("root key at start-up", () => {
       }
       await expect(fs.stat(path.join(dir, ".svc", "root.key"))).rejects.toThrow()
 
-      const other = await runSvc(["serve"], { cwd: dir, env: { ...env, SVC_TEST_ROOT_KEY: randomBytes(32).toString("base64") } })
+      const other = await runSvc(["serve"], {
+        cwd: dir,
+        env: { ...env, SVC_TEST_ROOT_KEY: randomBytes(32).toString("base64") }
+      })
       expect(other.code).toBe(1)
       expect(other.output).toContain("is not the one that wrapped the stored data keys")
       expect(other.output).not.toContain(first)

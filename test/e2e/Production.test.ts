@@ -32,11 +32,13 @@ describe("production configuration (PostgreSQL, Redis, HS256)", () => {
     const context = await Effect.runPromise(Layer.buildWithScope(postgres, scope))
     const url = Context.get(context, TestDatabase).url ?? ""
     await fs.writeFile(path.join(dir, "hs256.secret"), secret, { mode: 0o600 })
+    await fs.writeFile(path.join(dir, "root.key"), randomBytes(32).toString("base64"), { mode: 0o600 })
     await fs.writeFile(
       path.join(dir, "svc.yaml"),
       [
         `database: { provider: postgres, url: "${url}", max_connections: 4 }`,
         `counter_store: { provider: redis, url: "redis://127.0.0.1:6379", key_prefix: "svc-e2e-${randomUUID()}:" }`,
+        "encryption: { root_key: { path: root.key } }",
         "system_auth:",
         "  jwt_signing_key: { private_key: { path: hs256.secret } }",
         "  actors:",

@@ -46,7 +46,7 @@ describe("connectors and versions (spec 3.2)", () => {
     expect(created.labels).toMatchObject({ "svc/cxr/-/id": created.id, "svc/cxr/-/name": "gh", "svc/cxr/-/ns": ns })
     const v1 = await version(created.id, 1)
     expect(v1).toMatchObject({ connectorId: created.id, version: 1, state: "draft" })
-    expect(v1.definition).toEqual(definition("github"))
+    expect(v1.definition).toMatchObject(definition("github"))
     expect(await r.get<ConnectorBody>("connectors", created.id)).toEqual(created)
   })
 
@@ -121,11 +121,38 @@ describe("connections (spec 2.7)", () => {
     }
   })
 
-  it("are created server-side only for auth type none in this version", async () => {
+  it("need the credentials of the connector's auth method; authorization-code connectors go through _initiate", async () => {
     const ns = await freshNamespace("auth")
-    const connector = await r.publishedConnector(ns, { definition: definition("demo", "api_key") })
-    const reply = await svc.call("POST", "/api/v1/connections", { body: { connectorId: connector.id } })
-    expectError(reply, 400, "auth_method_unsupported")
+    const apiKey = await r.publishedConnector(ns, {
+      definition: { type: "demo", auth: { type: "api_key", placement: "bearer" } }
+    })
+    expectError(
+      await svc.call("POST", "/api/v1/connections", { body: { connectorId: apiKey.id } }),
+      400,
+      "credentials_required"
+    )
+    const none = await r.publishedConnector(ns)
+    expectError(
+      await svc.call("POST", "/api/v1/connections", { body: { connectorId: none.id, credentials: { api_key: "k" } } }),
+      400,
+      "credentials_not_accepted"
+    )
+    const interactive = await r.publishedConnector(ns, {
+      definition: {
+        type: "demo",
+        auth: {
+          type: "oauth2",
+          grant_type: "authorization_code",
+          authorization_endpoint: "https://provider.example/authorize",
+          token_endpoint: "https://provider.example/token"
+        }
+      }
+    })
+    expectError(
+      await svc.call("POST", "/api/v1/connections", { body: { connectorId: interactive.id } }),
+      400,
+      "interactive_auth_required"
+    )
   })
 
   it("renames keeping id and URL, answer 404 for unknown ids, and reject unknown body fields", async () => {

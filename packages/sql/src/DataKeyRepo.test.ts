@@ -151,7 +151,13 @@ for (const [backend, db] of TestDatabase.backends) {
         yield* repo.softDelete("connections", "cxn_s3", at(1))
         const first = yield* keys.secretsPage(undefined, 2)
         assert.deepStrictEqual(first, [
-          { id: "cxn_s1", namespace: "root.s", configurationEnc: "c1", credentialsEnc: "k1", legacyConfiguration: null },
+          {
+            id: "cxn_s1",
+            namespace: "root.s",
+            configurationEnc: "c1",
+            credentialsEnc: "k1",
+            legacyConfiguration: null
+          },
           {
             id: "cxn_s2",
             namespace: "root.s",

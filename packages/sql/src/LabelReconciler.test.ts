@@ -138,7 +138,7 @@ for (const [backend, db] of TestDatabase.backends) {
         state: "configured",
         healthState: "healthy",
         setupStepId: null,
-        configuration: jsonb({})
+        configurationEnc: null
       })
     })
     const setLabels = Effect.fnUntraced(function* (table: Table | "namespaces", id: string, labels: Labels) {

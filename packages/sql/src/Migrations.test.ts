@@ -34,7 +34,8 @@ for (const [backend, db] of TestDatabase.backends) {
         const sql = yield* SqlClient.SqlClient
         assert.deepStrictEqual(yield* Migrations.migrateMain, [
           [1, "initial"],
-          [2, "resources"]
+          [2, "resources"],
+          [3, "secrets_and_probes"]
         ])
         assert.deepStrictEqual(yield* Migrations.migrateAppMetrics, [[1, "request_events"]])
         assert.deepStrictEqual(yield* Migrations.migrateMain, [])
@@ -44,7 +45,8 @@ for (const [backend, db] of TestDatabase.backends) {
           sql`SELECT migration_id, name FROM ${sql(table)} ORDER BY migration_id`.withoutTransform
         assert.deepStrictEqual(yield* history("schema_migrations"), [
           { migration_id: 1, name: "initial" },
-          { migration_id: 2, name: "resources" }
+          { migration_id: 2, name: "resources" },
+          { migration_id: 3, name: "secrets_and_probes" }
         ])
         assert.deepStrictEqual(yield* history("app_metrics_schema_migrations"), [
           { migration_id: 1, name: "request_events" }
@@ -60,11 +62,14 @@ for (const [backend, db] of TestDatabase.backends) {
             "connections",
             "connector_versions",
             "connectors",
+            "data_keys",
             "keys",
             "label_propagations",
             "maintenance_runs",
             "namespaces",
+            "probe_states",
             "rate_limits",
+            "reencryptions",
             "request_events",
             "schema_migrations"
           ]
@@ -115,6 +120,7 @@ for (const [backend, db] of TestDatabase.backends) {
             "namespaces_labels_gin",
             "namespaces_path_live",
             "namespaces_path_pattern",
+            "probe_states_due",
             "rate_limits_labels_gin",
             "rate_limits_namespace_name_live",
             "request_events_connection_timestamp_idx",

@@ -103,12 +103,13 @@ export class ProbeStateRepo extends Context.Service<
       })
 
       const record = (run: ProbeRun) =>
-        sql.withTransaction(
-          Effect.gen(function* () {
-            const success = run.outcome === "success"
-            // Runs of one connection's probes serialise here, so each sees the others' committed state.
-            yield* sql`SELECT 1 FROM connections WHERE id = ${run.connectionId} FOR UPDATE`
-            const updated = yield* sql<{ failing: boolean }>`
+        sql
+          .withTransaction(
+            Effect.gen(function* () {
+              const success = run.outcome === "success"
+              // Runs of one connection's probes serialise here, so each sees the others' committed state.
+              yield* sql`SELECT 1 FROM connections WHERE id = ${run.connectionId} FOR UPDATE`
+              const updated = yield* sql<{ failing: boolean }>`
               UPDATE probe_states SET
                 consecutive_failures = CASE WHEN ${success} THEN 0 ELSE consecutive_failures + 1 END,
                 consecutive_successes = CASE WHEN ${success} THEN consecutive_successes + 1 ELSE 0 END,
@@ -123,9 +124,9 @@ export class ProbeStateRepo extends Context.Service<
                 next_run_at = ${run.nextRunAt}
               WHERE connection_id = ${run.connectionId} AND probe_id = ${run.probeId}
               RETURNING failing`
-            // The schedule was dropped meanwhile (connection deleted, version changed): nothing to do.
-            if (updated.length === 0) return undefined
-            const changed = yield* sql<{ healthState: "healthy" | "unhealthy" }>`
+              // The schedule was dropped meanwhile (connection deleted, version changed): nothing to do.
+              if (updated.length === 0) return undefined
+              const changed = yield* sql<{ healthState: "healthy" | "unhealthy" }>`
               UPDATE connections c SET
                 health_state = CASE WHEN EXISTS (
                   SELECT 1 FROM probe_states s WHERE s.connection_id = c.id AND s.failing
@@ -136,10 +137,11 @@ export class ProbeStateRepo extends Context.Service<
                   SELECT 1 FROM probe_states s WHERE s.connection_id = c.id AND s.failing
                 ) THEN 'unhealthy' ELSE 'healthy' END)
               RETURNING c.health_state`
-            const row = changed[0]
-            return row === undefined ? undefined : { connectionId: run.connectionId, healthState: row.healthState }
-          })
-        ).pipe(Effect.withSpan("ProbeStateRepo.record"))
+              const row = changed[0]
+              return row === undefined ? undefined : { connectionId: run.connectionId, healthState: row.healthState }
+            })
+          )
+          .pipe(Effect.withSpan("ProbeStateRepo.record"))
 
       return ProbeStateRepo.of({ sync, claimDue, record })
     })

@@ -114,7 +114,10 @@ describe("ConfigLoader", () => {
           Effect.flatMap(write(dir, "keys.yaml", text), (file) => loadConfig({ configPath: file, cwd: dir, env: {} }))
         const postgres = "database: { provider: postgres, url: 'postgres://h/db' }\n"
         const fromFile = yield* load(`${postgres}encryption: { root_key: { path: secrets/root.key } }`)
-        assert.deepStrictEqual(fromFile.encryption.rootKey, { source: "file", path: path.join(dir, "secrets/root.key") })
+        assert.deepStrictEqual(fromFile.encryption.rootKey, {
+          source: "file",
+          path: path.join(dir, "secrets/root.key")
+        })
         const fromEnv = yield* load(`${postgres}encryption: { root_key: { env: SVC_ROOT_KEY } }`)
         assert.deepStrictEqual(fromEnv.encryption.rootKey, { source: "env", name: "SVC_ROOT_KEY" })
         const fromValue = yield* load(`${postgres}encryption: { root_key: { value: c2VjcmV0 } }`)
@@ -163,7 +166,9 @@ describe("ConfigLoader", () => {
         assert.deepStrictEqual(yield* problems("probes: { poll_interval: 1ms, max_concurrency: 257 }"), [
           "probes.max_concurrency: Expected a value between 1 and 256"
         ])
-        assert.deepStrictEqual(yield* problems("probes: { poll_interval: 1ms }"), ["probes.poll_interval: must be at least 50ms"])
+        assert.deepStrictEqual(yield* problems("probes: { poll_interval: 1ms }"), [
+          "probes.poll_interval: must be at least 50ms"
+        ])
       })
     )
   )

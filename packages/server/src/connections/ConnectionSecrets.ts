@@ -55,10 +55,12 @@ export class ConnectionSecrets extends Context.Service<
     Effect.gen(function* () {
       const encryption = yield* Encryption
       const open = (row: ConnectionIdentity, column: "configuration" | "credentials", sealed: string) =>
-        encryption.decrypt(context(row, column), sealed).pipe(
-          Effect.orDie,
-          Effect.withSpan("ConnectionSecrets.open", { attributes: { column, connectionId: row.id } })
-        )
+        encryption
+          .decrypt(context(row, column), sealed)
+          .pipe(
+            Effect.orDie,
+            Effect.withSpan("ConnectionSecrets.open", { attributes: { column, connectionId: row.id } })
+          )
       return ConnectionSecrets.of({
         sealConfiguration: (row, configuration) => encryption.encrypt(context(row, "configuration"), configuration),
         sealCredentials: (row, credentials) => encryption.encrypt(context(row, "credentials"), credentials),

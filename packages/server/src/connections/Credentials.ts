@@ -109,7 +109,9 @@ export class Credentials extends Context.Service<
             token
           }
           return stored
-        }).pipe(Effect.withSpan("oauth2.token_exchange", { attributes: { "svc.oauth2.grant_type": "client_credentials" } }))
+        }).pipe(
+          Effect.withSpan("oauth2.token_exchange", { attributes: { "svc.oauth2.grant_type": "client_credentials" } })
+        )
       }
 
       const accept = Effect.fn("Credentials.accept")(function* (

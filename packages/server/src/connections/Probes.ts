@@ -64,19 +64,17 @@ export class Probes extends Context.Service<
       connectionId: string
     ) => Effect.Effect<ProbeResult, ResourceError>
     /** Runs one probe of a loaded connection (the background monitor's entry point). */
-    readonly run: (row: ConnectionRow, definition: ConnectorDefinition, probe: ProbeDefinition) => Effect.Effect<ProbeResult>
+    readonly run: (
+      row: ConnectionRow,
+      definition: ConnectorDefinition,
+      probe: ProbeDefinition
+    ) => Effect.Effect<ProbeResult>
   }
 >()("@svc/server/Probes") {
   static readonly layer: Layer.Layer<
     Probes,
     never,
-    | ResourceOps
-    | ConnectorDefinitions
-    | ConnectionSecrets
-    | Credentials
-    | Outbound
-    | ConnectionRepo
-    | SvcConfig
+    ResourceOps | ConnectorDefinitions | ConnectionSecrets | Credentials | Outbound | ConnectionRepo | SvcConfig
   > = Layer.effect(
     Probes,
     Effect.gen(function* () {
@@ -108,13 +106,16 @@ export class Probes extends Context.Service<
       ) {
         const started = yield* Clock.currentTimeMillis
         const finish = (fields: { outcome: "success" | "failure"; statusCode?: number; error?: string }) =>
-          Effect.map(Clock.currentTimeMillis, (end): ProbeResult => ({
-            probeId: probe.id,
-            connectionId: row.id,
-            ...fields,
-            durationMs: end - started,
-            checkedAt: DateTime.formatIso(DateTime.makeUnsafe(end))
-          }))
+          Effect.map(
+            Clock.currentTimeMillis,
+            (end): ProbeResult => ({
+              probeId: probe.id,
+              connectionId: row.id,
+              ...fields,
+              durationMs: end - started,
+              checkedAt: DateTime.formatIso(DateTime.makeUnsafe(end))
+            })
+          )
         const configuration = yield* secrets.configuration(row)
         const target = renderProbeUrl(probe.url, configuration)
         if ("error" in target) return yield* finish({ outcome: "failure", error: target.error })

@@ -74,7 +74,7 @@ describe("Envelope", () => {
       ok: false,
       problem: "authentication failed"
     })
-    for (const malformed of ["", "v2.key_x.1.AA.AA", "v1.key_x.0.AA.AA", "v1.key.x.1.AA.AA", "{\"token\":1}"]) {
+    for (const malformed of ["", "v2.key_x.1.AA.AA", "v1.key_x.0.AA.AA", "v1.key.x.1.AA.AA", '{"token":1}']) {
       assert.deepStrictEqual(Envelope.decrypt(key, context, malformed), { ok: false, problem: "malformed" }, malformed)
     }
   })

@@ -119,7 +119,12 @@ export const decrypt = (dataKey: Uint8Array, context: CipherContext, ciphertext:
   const ref = headerOf(ciphertext)
   if (ref === undefined) return { ok: false, problem: "malformed" }
   const [, , , nonce = "", body = ""] = ciphertext.split(".")
-  const plaintext = open(dataKey, valueAad(context, ref), Buffer.from(nonce, "base64url"), Buffer.from(body, "base64url"))
+  const plaintext = open(
+    dataKey,
+    valueAad(context, ref),
+    Buffer.from(nonce, "base64url"),
+    Buffer.from(body, "base64url")
+  )
   if (plaintext === undefined) return { ok: false, problem: "authentication failed" }
   try {
     return { ok: true, value: JSON.parse(plaintext.toString("utf8")) as unknown }

@@ -79,9 +79,7 @@ const routes = (service: ServiceId) => {
               AdminApiProbesHttp,
               AdminApiMetadataHttp,
               AdminApiSearchHttp
-            ).pipe(
-              Layer.provide(AuthenticationLive)
-            )
+            ).pipe(Layer.provide(AuthenticationLive))
           ])
         ),
         SwaggerRoute.layer(swaggerDocuments()["admin-api"])

@@ -35,7 +35,7 @@ const fetchWith = (
     const outbound = yield* Outbound
     const send = (request: OutboundRequest) =>
       outbound.send(request, {
-        policy: { allowedHosts: ["127.0.0.1"], allowPrivateNetworks: true },
+        policy: { allowedHosts: [`127.0.0.1:${server.port}`], allowPrivateNetworks: true },
         timeouts: { connectMs: 5_000, firstByteMs: 5_000, totalMs: 10_000 },
         maxResponseBytes: 64 * 1024
       })
@@ -180,7 +180,7 @@ describe("fetchClientCredentialsToken", () => {
           { client_id: clientId, client_secret: secret },
           (request) =>
             outbound.send(request, {
-              policy: { allowedHosts: ["127.0.0.1"], allowPrivateNetworks: false },
+              policy: { allowedHosts: [`127.0.0.1:${server.port}`], allowPrivateNetworks: false },
               timeouts: { connectMs: 1_000, firstByteMs: 1_000, totalMs: 1_000 },
               maxResponseBytes: 1024
             }),

@@ -1,5 +1,5 @@
 /**
- * Which upstream hosts and addresses a proxied request may reach (SECURITY.md "Credentials never
+ * Which upstream addresses a proxied request may reach (host names: `hostAllowed` in the domain) (SECURITY.md "Credentials never
  * leave where they belong", API-CONVENTIONS "Proxy"). Pure: no I/O, no DNS.
  */
 import { isIP } from "node:net"
@@ -14,112 +14,6 @@ export type AddressClass =
   | "unspecified"
   | "multicast"
   | "reserved"
-
-interface HostEntry {
-  readonly host: string
-  readonly wildcard: boolean
-  readonly port: number | undefined
-}
-
-const labelPattern = /^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$/
-
-const stripTrailingDot = (host: string): string => (host.endsWith(".") ? host.slice(0, -1) : host)
-
-/** Normalises a host through the WHATWG URL parser (case, IDN, IPv4 forms, IPv6 compression). */
-const normaliseHost = (host: string): string | undefined => {
-  try {
-    const url = new URL(`http://${host}/`)
-    return url.pathname === "/" && url.port === "" ? stripTrailingDot(url.hostname) : undefined
-  } catch {
-    return undefined
-  }
-}
-
-const parseEntry = (raw: string): HostEntry | string => {
-  if (raw.length === 0 || raw.length > 300) return "an allowed host is 1 to 300 characters"
-  if (/[\s/?#@\\%]/.test(raw)) return "an allowed host is a host name or IP with an optional port, nothing else"
-  let rest = raw.toLowerCase()
-  const wildcard = rest.startsWith("*.")
-  if (wildcard) rest = rest.slice(2)
-  if (rest.includes("*")) return "a wildcard is only allowed as the leading '*.' label"
-  let hostPart = rest
-  let portText: string | undefined
-  if (rest.startsWith("[")) {
-    const close = rest.indexOf("]")
-    if (close === -1) return "an IPv6 address needs a closing ']'"
-    hostPart = rest.slice(0, close + 1)
-    const after = rest.slice(close + 1)
-    if (after !== "") {
-      if (!after.startsWith(":")) return "only ':port' may follow an IPv6 address"
-      portText = after.slice(1)
-    }
-  } else {
-    const colons = rest.split(":").length - 1
-    if (colons > 1) return "write an IPv6 address in brackets, e.g. [2001:db8::1]"
-    if (colons === 1) {
-      hostPart = rest.slice(0, rest.indexOf(":"))
-      portText = rest.slice(rest.indexOf(":") + 1)
-    }
-  }
-  let port: number | undefined
-  if (portText !== undefined) {
-    if (!/^[0-9]{1,5}$/.test(portText) || Number(portText) < 1 || Number(portText) > 65535) {
-      return "a port is a number from 1 to 65535"
-    }
-    port = Number(portText)
-  }
-  const host = normaliseHost(hostPart)
-  if (host === undefined || host === "") return "not a valid host name or IP address"
-  const ipLiteral = host.startsWith("[") || isIP(host) !== 0
-  if (ipLiteral) {
-    if (wildcard) return "a wildcard cannot apply to an IP address"
-    return { host, wildcard, port }
-  }
-  const labels = host.split(".")
-  if (host.length > 253 || !labels.every((label) => labelPattern.test(label))) {
-    return "not a valid host name (letters, digits, '-' and '_' in dot-separated labels)"
-  }
-  if (wildcard && labels.length < 2) return "a wildcard needs at least two labels after '*.' (e.g. *.example.com)"
-  return { host, wildcard, port }
-}
-
-const entryCache = new Map<string, HostEntry | string>()
-
-const cachedEntry = (raw: string): HostEntry | string => {
-  const hit = entryCache.get(raw)
-  if (hit !== undefined) return hit
-  const parsed = parseEntry(raw)
-  if (entryCache.size >= 10_000) entryCache.clear()
-  entryCache.set(raw, parsed)
-  return parsed
-}
-
-/** Why an `allowed_hosts` entry is unusable, or undefined when it is fine. */
-export const allowedHostEntryProblem = (entry: string): string | undefined => {
-  const parsed = cachedEntry(entry)
-  return typeof parsed === "string" ? parsed : undefined
-}
-
-const defaultPorts: Record<string, number> = { "http:": 80, "https:": 443 }
-
-/** Whether `url`'s host and port match one of the entries (exact, `[v6]`, `*.suffix` at any depth, `:port`). */
-export const hostAllowed = (allowedHosts: ReadonlyArray<string>, url: URL): boolean => {
-  const host = stripTrailingDot(url.hostname.toLowerCase())
-  if (host === "") return false
-  const port = url.port === "" ? defaultPorts[url.protocol] : Number(url.port)
-  const ipLiteral = host.startsWith("[") || isIP(host) !== 0
-  for (const raw of allowedHosts) {
-    const entry = cachedEntry(raw)
-    if (typeof entry === "string") continue
-    if (entry.port !== undefined && entry.port !== port) continue
-    if (entry.wildcard) {
-      if (!ipLiteral && host.length > entry.host.length + 1 && host.endsWith(`.${entry.host}`)) return true
-    } else if (entry.host === host) {
-      return true
-    }
-  }
-  return false
-}
 
 const parseIPv4 = (text: string): number | undefined => {
   const match = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(text)

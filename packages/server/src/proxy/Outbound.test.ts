@@ -64,7 +64,7 @@ describe("Outbound.send", () => {
       const outbound = yield* Outbound
       const response = yield* outbound.send(
         { method: "POST", url: new URL(`${server.origin}/v1/items?x=1`), headers: { "x-trace": "t" }, body: "payload" },
-        options(["127.0.0.1"], true)
+        options([`127.0.0.1:${server.port}`], true)
       )
       assert.strictEqual(response.status, 200)
       assert.strictEqual(response.headers["x-echo-method"], "POST")
@@ -90,11 +90,11 @@ describe("Outbound.send", () => {
   test("refuses loopback unless private networks are allowed", () =>
     Effect.gen(function* () {
       const server = yield* localServer((_request, response) => response.end("ok"))
-      const error = yield* sendFailure(get(`${server.origin}/`), options(["127.0.0.1"], false))
+      const error = yield* sendFailure(get(`${server.origin}/`), options([`127.0.0.1:${server.port}`], false))
       assert.strictEqual(error.reason, "address_not_allowed")
       assert.strictEqual(server.requests.length, 0)
       const outbound = yield* Outbound
-      const response = yield* outbound.send(get(`${server.origin}/`), options(["127.0.0.1"], true))
+      const response = yield* outbound.send(get(`${server.origin}/`), options([`127.0.0.1:${server.port}`], true))
       assert.strictEqual(response.status, 200)
     }))
 
@@ -105,9 +105,9 @@ describe("Outbound.send", () => {
       // System DNS: the default layer, not the test table.
       const [refused, allowed] = yield* Effect.gen(function* () {
         const outbound = yield* Outbound
-        const refused = yield* Effect.flip(outbound.send(get(url), options(["localhost"], false)))
+        const refused = yield* Effect.flip(outbound.send(get(url), options([`localhost:${server.port}`], false)))
         const requestsAfterRefusal = server.requests.length
-        const allowed = yield* outbound.send(get(url), options(["localhost"], true))
+        const allowed = yield* outbound.send(get(url), options([`localhost:${server.port}`], true))
         return [{ reason: refused.reason, requestsAfterRefusal }, allowed] as const
       }).pipe(Effect.provide(Outbound.layer))
       assert.strictEqual(refused.reason, "address_not_allowed")
@@ -121,7 +121,7 @@ describe("Outbound.send", () => {
       const outbound = yield* Outbound
       const response = yield* outbound.send(
         get(`http://internal.test:${server.port}/x`),
-        options(["internal.test"], true)
+        options([`internal.test:${server.port}`], true)
       )
       assert.strictEqual(response.status, 200)
       assert.strictEqual(server.requests[0]?.headers.host, `internal.test:${server.port}`)
@@ -130,7 +130,10 @@ describe("Outbound.send", () => {
   test("refuses when any resolved address is disallowed", () =>
     Effect.gen(function* () {
       const server = yield* localServer((_request, response) => response.end("ok"))
-      const error = yield* sendFailure(get(`http://mixed.test:${server.port}/`), options(["mixed.test"], true))
+      const error = yield* sendFailure(
+        get(`http://mixed.test:${server.port}/`),
+        options([`mixed.test:${server.port}`], true)
+      )
       assert.strictEqual(error.reason, "address_not_allowed")
       assert.include(error.detail, "cloud metadata")
       assert.strictEqual(server.requests.length, 0)
@@ -159,7 +162,7 @@ describe("Outbound.send", () => {
       const outbound = yield* Outbound
       const response = yield* outbound.send(
         get(`${origin.origin}/start`, { authorization: "Bearer s3cret" }),
-        options(["127.0.0.1"], true)
+        options([`127.0.0.1:${origin.port}`, `127.0.0.1:${target.port}`], true)
       )
       assert.strictEqual(response.status, 302)
       assert.strictEqual(response.headers.location, `${target.origin}/stolen`)
@@ -195,7 +198,7 @@ describe("Outbound.send", () => {
           Host: "evil.example",
           "X-Keep": "yes"
         }),
-        options(["127.0.0.1"], true)
+        options([`127.0.0.1:${server.port}`], true)
       )
       const received = server.requests[0]?.headers ?? {}
       assert.strictEqual(received["x-keep"], "yes")

@@ -6,7 +6,8 @@
 import { isIP } from "node:net"
 import type { Dispatcher } from "undici"
 import { stripHopByHop } from "./HopByHop.ts"
-import { addressAllowed, hostAllowed } from "./HostPolicy.ts"
+import { hostAllowed } from "@svc/domain/ConnectorProxy"
+import { addressAllowed } from "./HostPolicy.ts"
 import { logSafeTarget, OutboundError, type OutboundErrorReason } from "./OutboundError.ts"
 
 /** Where a request may go: the connector's `proxy.allowed_hosts` and `proxy.allow_private_networks`. */

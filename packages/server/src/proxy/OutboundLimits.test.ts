@@ -11,8 +11,18 @@ const resolve: Resolver = (hostname) =>
     ? new Promise(() => {})
     : Promise.reject(Object.assign(new Error("not found"), { code: "ENOTFOUND" }))
 
+/** Allowed: the test names on their default port and 127.0.0.1 on the local servers' ports. */
+const allowedHosts = ["127.0.0.1", "stall.test", "nowhere.test"]
+const servers: Array<number> = []
+
+const serve = (handler: Parameters<typeof localServer>[0]) =>
+  Effect.tap(localServer(handler), (server) => Effect.sync(() => servers.push(server.port)))
+
 const options = (over: Partial<SendOptions["timeouts"]> = {}, maxResponseBytes = 1024 * 1024): SendOptions => ({
-  policy: { allowedHosts: ["127.0.0.1", "stall.test", "nowhere.test"], allowPrivateNetworks: true },
+  policy: {
+    allowedHosts: [...allowedHosts, ...servers.map((port) => `127.0.0.1:${port}`)],
+    allowPrivateNetworks: true
+  },
   timeouts: { connectMs: 5_000, firstByteMs: 5_000, totalMs: 10_000, ...over },
   maxResponseBytes
 })
@@ -28,7 +38,7 @@ const sendFailure = (...args: Parameters<Outbound["Service"]["send"]>) =>
 describe("Outbound.send limits", () => {
   test("a server that never sends headers fails with timeout (first byte)", () =>
     Effect.gen(function* () {
-      const server = yield* localServer(() => {})
+      const server = yield* serve(() => {})
       const error = yield* sendFailure(get(`${server.origin}/slow`), options({ firstByteMs: 100 }))
       assert.strictEqual(error.reason, "timeout")
       assert.include(error.detail, "response headers")
@@ -36,7 +46,7 @@ describe("Outbound.send limits", () => {
 
   test("a body that never ends fails with timeout (total)", () =>
     Effect.gen(function* () {
-      const server = yield* localServer((_request, response) => {
+      const server = yield* serve((_request, response) => {
         response.writeHead(200, { "content-type": "text/plain" })
         response.write("partial")
       })
@@ -61,6 +71,7 @@ describe("Outbound.send limits", () => {
   test("a closed port fails with connect_failed", () =>
     Effect.gen(function* () {
       const server = yield* Effect.promise(() => startLocalServer((_request, response) => response.end()))
+      servers.push(server.port)
       yield* Effect.promise(() => server.close())
       const error = yield* sendFailure(get(`${server.origin}/`), options())
       assert.strictEqual(error.reason, "connect_failed")
@@ -68,7 +79,7 @@ describe("Outbound.send limits", () => {
 
   test("caps the response body, declared or streamed", () =>
     Effect.gen(function* () {
-      const server = yield* localServer((request, response) => {
+      const server = yield* serve((request, response) => {
         if (request.url === "/declared") {
           response.end("x".repeat(2048))
         } else if (request.url === "/streamed") {
@@ -89,7 +100,7 @@ describe("Outbound.send limits", () => {
 
   test("refuses other schemes, user info and credential-echoing methods", () =>
     Effect.gen(function* () {
-      const server = yield* localServer((_request, response) => response.end())
+      const server = yield* serve((_request, response) => response.end())
       const ftp = yield* sendFailure(get(`ftp://127.0.0.1:${server.port}/`), options())
       assert.strictEqual(ftp.reason, "host_not_allowed")
       const userInfo = yield* sendFailure(get(`http://user:pw@127.0.0.1:${server.port}/`), options())
@@ -105,7 +116,7 @@ describe("Outbound.send limits", () => {
 
   test("error messages never carry header values or query strings", () =>
     Effect.gen(function* () {
-      const server = yield* localServer(() => {})
+      const server = yield* serve(() => {})
       const secret = "s3cret-value"
       const request = get(`${server.origin}/path?api_key=${secret}`, { authorization: `Bearer ${secret}` })
       const denied = yield* sendFailure(request, {

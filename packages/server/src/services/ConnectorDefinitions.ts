@@ -27,7 +27,8 @@ export class ConnectorDefinitions extends Context.Service<
         const hit = cache.get(key)
         if (hit !== undefined) return hit
         const row = yield* Effect.orDie(repo.version(connectorId, version))
-        if (Option.isNone(row)) return yield* Effect.die(new Error(`connector ${connectorId} has no version ${version}`))
+        if (Option.isNone(row))
+          return yield* Effect.die(new Error(`connector ${connectorId} has no version ${version}`))
         const definition = yield* Effect.orDie(decode(row.value.definition))
         if (cache.size >= maxEntries) cache.delete(cache.keys().next().value as string)
         cache.set(key, definition)

@@ -92,36 +92,38 @@ layer(Encryption.layerKey(rootKey).pipe(Layer.provideMerge(database(TestDatabase
         assert.strictEqual(error.reason, "authentication failed")
         assert.isFalse(error.message.includes("secret"))
       }
-      const malformed = yield* Effect.flip(encryption.decrypt(context("root.ns2"), "{\"token\":\"x\"}"))
+      const malformed = yield* Effect.flip(encryption.decrypt(context("root.ns2"), '{"token":"x"}'))
       assert.strictEqual(malformed.reason, "malformed")
       const unknown = yield* Effect.flip(encryption.decrypt(context("root.ns2"), "v1.key_gone.9.AAAAAAAAAAAAAAAA.AAAA"))
       assert.strictEqual(unknown.reason, "unknown data key")
     })
   )
 
-  it.effect("rotation adds a version: old ciphertexts still decrypt, new ones carry it, a re-encryption is queued", () =>
-    Effect.gen(function* () {
-      const encryption = yield* Encryption
-      const keys = yield* DataKeyRepo
-      yield* keyResource("key_rot", "root.ns4", 1)
-      const before = yield* encryption.encrypt(context("root.ns4"), "v1 value")
-      assert.strictEqual(headerKey(before), "key_rot@1")
-      const queued = (yield* keys.pendingReencryptions(1000)).length
-      assert.deepStrictEqual(yield* encryption.rotate("key_rot"), { version: 2 })
-      assert.deepStrictEqual(
-        (yield* keys.pendingReencryptions(1000)).slice(queued).map((task) => task.keyId),
-        ["key_rot"]
-      )
-      const after = yield* encryption.encrypt(context("root.ns4"), "v2 value")
-      assert.strictEqual(headerKey(after), "key_rot@2")
-      assert.strictEqual(yield* encryption.decrypt(context("root.ns4"), before), "v1 value")
-      assert.strictEqual(yield* encryption.decrypt(context("root.ns4"), after), "v2 value")
-      const [third, fourth] = yield* Effect.all([encryption.rotate("key_rot"), encryption.rotate("key_rot")], {
-        concurrency: 2
+  it.effect(
+    "rotation adds a version: old ciphertexts still decrypt, new ones carry it, a re-encryption is queued",
+    () =>
+      Effect.gen(function* () {
+        const encryption = yield* Encryption
+        const keys = yield* DataKeyRepo
+        yield* keyResource("key_rot", "root.ns4", 1)
+        const before = yield* encryption.encrypt(context("root.ns4"), "v1 value")
+        assert.strictEqual(headerKey(before), "key_rot@1")
+        const queued = (yield* keys.pendingReencryptions(1000)).length
+        assert.deepStrictEqual(yield* encryption.rotate("key_rot"), { version: 2 })
+        assert.deepStrictEqual(
+          (yield* keys.pendingReencryptions(1000)).slice(queued).map((task) => task.keyId),
+          ["key_rot"]
+        )
+        const after = yield* encryption.encrypt(context("root.ns4"), "v2 value")
+        assert.strictEqual(headerKey(after), "key_rot@2")
+        assert.strictEqual(yield* encryption.decrypt(context("root.ns4"), before), "v1 value")
+        assert.strictEqual(yield* encryption.decrypt(context("root.ns4"), after), "v2 value")
+        const [third, fourth] = yield* Effect.all([encryption.rotate("key_rot"), encryption.rotate("key_rot")], {
+          concurrency: 2
+        })
+        assert.deepStrictEqual([third?.version, fourth?.version].sort(), [3, 4])
+        assert.strictEqual(headerKey(yield* encryption.encrypt(context("root.ns4"), "x")), "key_rot@4")
       })
-      assert.deepStrictEqual([third?.version, fourth?.version].sort(), [3, 4])
-      assert.strictEqual(headerKey(yield* encryption.encrypt(context("root.ns4"), "x")), "key_rot@4")
-    })
   )
 
   it.effect("stores data keys wrapped by the root key, never raw", () =>
@@ -156,9 +158,9 @@ layer(Encryption.layerKey(rootKey).pipe(Layer.provideMerge(database(TestDatabase
       const encryption = yield* Encryption
       const keys = yield* DataKeyRepo
       const sql = yield* SqlClient.SqlClient
-      yield* sql.withTransaction(Effect.andThen(encryption.provisionKey("key_rolled_back"), Effect.fail("abort"))).pipe(
-        Effect.ignore
-      )
+      yield* sql
+        .withTransaction(Effect.andThen(encryption.provisionKey("key_rolled_back"), Effect.fail("abort")))
+        .pipe(Effect.ignore)
       assert.isTrue(Option.isNone(yield* keys.latestVersion("key_rolled_back")))
     })
   )
@@ -172,9 +174,9 @@ layer(Encryption.layerKey(rootKey).pipe(Layer.provideMerge(database(TestDatabase
       const encryption = yield* Encryption
       const sql = yield* SqlClient.SqlClient
       // The root default is created inside a transaction that rolls back: its key must not be remembered.
-      yield* sql.withTransaction(Effect.andThen(encryption.encrypt(context("root.c"), "a"), Effect.fail("abort"))).pipe(
-        Effect.ignore
-      )
+      yield* sql
+        .withTransaction(Effect.andThen(encryption.encrypt(context("root.c"), "a"), Effect.fail("abort")))
+        .pipe(Effect.ignore)
       // Another process then creates the root default with different material.
       const other = yield* Effect.scoped(
         Effect.map(Layer.build(Encryption.layerKey(rootKey)), (services) => Context.get(services, Encryption))

@@ -55,7 +55,13 @@ const version = (ciphertext: string | null) => {
 layer(Test, { timeout: "60 seconds" })("Reencryption (PGlite)", (it) => {
   const setup = Effect.gen(function* () {
     const repo = yield* ResourceRepo
-    yield* repo.insert("connectors", { id: "cxr_r", ...envelope("root", "cxr_r"), state: "draft", version: 1, type: "x" })
+    yield* repo.insert("connectors", {
+      id: "cxr_r",
+      ...envelope("root", "cxr_r"),
+      state: "draft",
+      version: 1,
+      type: "x"
+    })
     yield* Effect.flatMap(ConnectorRepo, (connectors) => connectors.insertVersion("cxr_r", { type: "x" }, createdAt))
   })
 
@@ -114,24 +120,29 @@ layer(Test, { timeout: "60 seconds" })("Reencryption (PGlite)", (it) => {
 
       const r1 = yield* stored("cxn_r1")
       assert.deepStrictEqual([version(r1.configurationEnc), version(r1.credentialsEnc)], ["key_r@2", "key_r@2"])
-      assert.deepStrictEqual(yield* encryption.decrypt(ctx("cxn_r1", "root.r", "configuration"), r1.configurationEnc!), {
-        region: "eu"
-      })
+      assert.deepStrictEqual(
+        yield* encryption.decrypt(ctx("cxn_r1", "root.r", "configuration"), r1.configurationEnc!),
+        {
+          region: "eu"
+        }
+      )
       assert.deepStrictEqual(yield* encryption.decrypt(ctx("cxn_r1", "root.r", "credentials"), r1.credentialsEnc!), {
         token: "t1"
       })
       const r2 = yield* stored("cxn_r2")
       assert.deepStrictEqual([r2.configurationEnc, version(r2.credentialsEnc)], [null, "key_r@2"])
       const r4 = yield* stored("cxn_r4")
-      assert.deepStrictEqual([version(r4.configurationEnc), r4.credentialsEnc, r4.legacyConfiguration], [
-        "key_r@2",
-        null,
-        null
-      ])
-      assert.deepStrictEqual(yield* encryption.decrypt(ctx("cxn_r4", "root.r", "configuration"), r4.configurationEnc!), {
-        region: "us",
-        n: [1]
-      })
+      assert.deepStrictEqual(
+        [version(r4.configurationEnc), r4.credentialsEnc, r4.legacyConfiguration],
+        ["key_r@2", null, null]
+      )
+      assert.deepStrictEqual(
+        yield* encryption.decrypt(ctx("cxn_r4", "root.r", "configuration"), r4.configurationEnc!),
+        {
+          region: "us",
+          n: [1]
+        }
+      )
       assert.deepStrictEqual(yield* stored("cxn_r3"), other)
       assert.deepStrictEqual((yield* stored("cxn_r5")).legacyConfiguration, { deleted: true })
       assert.deepStrictEqual(yield* reencryption.sweep, { rewritten: 0, skipped: 0, failed: 0 })
@@ -156,7 +167,9 @@ layer(Test, { timeout: "60 seconds" })("Reencryption (PGlite)", (it) => {
       const racing = DataKeyRepo.of({
         ...real,
         swapSecrets: (current, next) =>
-          current.id === "cxn_cas1" ? Effect.andThen(refresh(current.id), real.swapSecrets(current, next)) : real.swapSecrets(current, next)
+          current.id === "cxn_cas1"
+            ? Effect.andThen(refresh(current.id), real.swapSecrets(current, next))
+            : real.swapSecrets(current, next)
       })
       const sweep = Effect.flatMap(Reencryption, (r) => r.sweep).pipe(
         Effect.provide(Layer.fresh(Reencryption.layer)),
@@ -164,9 +177,12 @@ layer(Test, { timeout: "60 seconds" })("Reencryption (PGlite)", (it) => {
       )
       assert.deepStrictEqual(yield* sweep, { rewritten: 1, skipped: 1, failed: 0 })
       const lost = yield* stored("cxn_cas1")
-      assert.deepStrictEqual(yield* encryption.decrypt(ctx("cxn_cas1", "root.cas", "credentials"), lost.credentialsEnc!), {
-        token: "refreshed"
-      })
+      assert.deepStrictEqual(
+        yield* encryption.decrypt(ctx("cxn_cas1", "root.cas", "credentials"), lost.credentialsEnc!),
+        {
+          token: "refreshed"
+        }
+      )
       assert.strictEqual(version(lost.configurationEnc), "key_cas@1", "the lost row is left for the next sweep")
       assert.strictEqual(version((yield* stored("cxn_cas2")).credentialsEnc), "key_cas@2")
 
@@ -177,9 +193,12 @@ layer(Test, { timeout: "60 seconds" })("Reencryption (PGlite)", (it) => {
       const reencryption = yield* Reencryption
       assert.strictEqual(yield* reencryption.rewrite(before!), "lost")
       const kept = yield* stored("cxn_cas2")
-      assert.deepStrictEqual(yield* encryption.decrypt(ctx("cxn_cas2", "root.cas", "credentials"), kept.credentialsEnc!), {
-        token: "refreshed"
-      })
+      assert.deepStrictEqual(
+        yield* encryption.decrypt(ctx("cxn_cas2", "root.cas", "credentials"), kept.credentialsEnc!),
+        {
+          token: "refreshed"
+        }
+      )
       assert.deepStrictEqual(yield* reencryption.sweep, { rewritten: 1, skipped: 0, failed: 0 })
       assert.strictEqual(version((yield* stored("cxn_cas1")).configurationEnc), "key_cas@3")
     })
