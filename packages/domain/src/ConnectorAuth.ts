@@ -15,6 +15,32 @@ export const HeaderName = Schema.String.check(
   })
 )
 
+/** Headers the service owns or strips: an API key may not be placed in them. */
+const reservedHeaders = new Set([
+  "host",
+  "content-length",
+  "content-type",
+  "transfer-encoding",
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "proxy-authenticate",
+  "proxy-authorization",
+  "te",
+  "trailer",
+  "upgrade"
+])
+
+/** The header an `api_key` goes in: any token name except service-owned and hop-by-hop ones. */
+const ApiKeyHeaderName = HeaderName.check(
+  Schema.makeFilter((value: string) => {
+    const lower = value.toLowerCase()
+    if (reservedHeaders.has(lower)) return `${value} is owned by the HTTP layer and cannot carry an API key`
+    if (lower.startsWith("x-svc-")) return "X-Svc-* headers are the service's own control headers"
+    return true
+  })
+)
+
 /** A query parameter name: non-empty, at most 256 characters, no `&`, `=`, `#` or whitespace. */
 export const QueryParamName = Schema.String.check(
   Schema.makeFilter((value: string) => /^[^&=#\s]{1,256}$/.test(value), {
@@ -62,7 +88,7 @@ export const ApiKeyBearerAuth = Schema.Struct({
 export const ApiKeyHeaderAuth = Schema.Struct({
   type: Schema.Literal("api_key"),
   placement: Schema.Literal("header"),
-  header_name: HeaderName,
+  header_name: ApiKeyHeaderName,
   prefix: Schema.optionalKey(HeaderValuePrefix)
 })
 
@@ -101,7 +127,9 @@ const oauth2Common = {
   revocation_endpoint: Schema.optionalKey(EndpointUrl),
   client_auth: ClientAuthMethod.pipe(Schema.withDecodingDefaultKey(Effect.succeed("client_secret_basic" as const))),
   scopes: Schema.Array(OAuth2Scope).pipe(Schema.withDecodingDefaultKey(Effect.succeed([]))),
-  scope_separator: Schema.String.check(Schema.isMaxLength(4)).pipe(Schema.withDecodingDefaultKey(Effect.succeed(" "))),
+  scope_separator: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(4)).pipe(
+    Schema.withDecodingDefaultKey(Effect.succeed(" "))
+  ),
   token_params: Schema.optionalKey(Schema.Record(Schema.String, Schema.String))
 }
 

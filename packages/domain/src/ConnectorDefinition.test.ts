@@ -111,6 +111,11 @@ describe("ConnectorDefinition", () => {
       ["auth.authorization_endpoint"]
     )
     assert.deepStrictEqual(auth({ type: "digest" }), ["auth.type"])
+    for (const header_name of ["Host", "transfer-encoding", "X-Svc-Upstream-URL", "Proxy-Authorization"]) {
+      assert.deepStrictEqual(auth({ type: "api_key", placement: "header", header_name }), ["auth.header_name"])
+    }
+    const client = { type: "oauth2", grant_type: "client_credentials", token_endpoint: "https://a.example/t" }
+    assert.deepStrictEqual(auth({ ...client, scope_separator: "" }), ["auth.scope_separator"])
     assert.deepStrictEqual(auth(null), ["auth"])
   })
 

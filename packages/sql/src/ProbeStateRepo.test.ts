@@ -127,7 +127,10 @@ for (const [backend, db] of TestDatabase.backends) {
         const probes = yield* ProbeStateRepo
         const repo = yield* ResourceRepo
         yield* clean
-        yield* connector("cxp_sync", [[probe("p1", "30 seconds"), probe("p2", "5 minutes"), probe("od")], undefined])
+        yield* connector("cxp_sync", [
+          [probe("p1", "30 seconds"), probe("p2", "5 minutes"), probe("od"), { ...probe("off", "1m"), enabled: false }],
+          undefined
+        ])
         yield* connection("cxn_sync_a", "cxp_sync", 1)
         yield* connection("cxn_sync_b", "cxp_sync", 1, "configured", "unhealthy")
         yield* connection("cxn_sync_nop", "cxp_sync", 2)

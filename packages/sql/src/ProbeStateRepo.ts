@@ -43,7 +43,7 @@ export class ProbeStateRepo extends Context.Service<
   ProbeStateRepo,
   {
     /**
-     * Adds a schedule for every periodic probe of every live configured connection's version and
+     * Adds a schedule for every enabled periodic probe of every live configured connection's version and
      * drops schedules whose probe or connection no longer qualifies; returns rows added.
      */
     readonly sync: (now: Date) => Effect.Effect<number, SqlError>
@@ -64,7 +64,8 @@ export class ProbeStateRepo extends Context.Service<
           FROM connections c
           JOIN connector_versions v ON v.connector_id = c.connector_id AND v.version = c.connector_version
           CROSS JOIN LATERAL jsonb_array_elements(COALESCE(v.definition->'probes', '[]'::jsonb)) p
-          WHERE c.deleted_at IS NULL AND c.state = 'configured' AND p ? 'period'`
+          WHERE c.deleted_at IS NULL AND c.state = 'configured' AND p ? 'period'
+            AND COALESCE(p->'enabled', 'true'::jsonb) <> 'false'::jsonb`
         const dropped = yield* sql<{ connectionId: string }>`
           DELETE FROM probe_states s
           WHERE NOT EXISTS (

@@ -42,7 +42,7 @@ export const layer: Layer.Layer<
         const row = found.value
         const definition = yield* definitions.get(row.connectorId, row.connectorVersion)
         const probe = definition.probes?.find((candidate) => candidate.id === due.probeId)
-        if (probe === undefined || probe.period === undefined) return
+        if (probe === undefined || probe.period === undefined || !probe.enabled) return
         const result = yield* probes.run(row, definition, probe)
         const checkedAt = Date.parse(result.checkedAt)
         const change = yield* Effect.orDie(

@@ -5,6 +5,7 @@
  */
 import type { ProbeResult } from "@svc/domain/Connection"
 import type { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
+import { fillPlaceholders, placeholderKeys, probeStatusOk } from "@svc/domain/ConnectorProbe"
 import { parseDuration } from "@svc/domain/Duration"
 import { NotFound } from "@svc/domain/Errors"
 import type { AuthenticatedActor } from "@svc/domain/http/Security"
@@ -24,33 +25,35 @@ import { upstreamOptions } from "./OutboundOptions.ts"
 /** One probe of a definition. */
 export type ProbeDefinition = NonNullable<ConnectorDefinition["probes"]>[number]
 
-const placeholder = /\{\{\s*cfg\.([A-Za-z0-9_.-]+)\s*\}\}/g
+/** A configuration value as placeholder text, or undefined when it is not a scalar. */
+const scalar = (value: unknown): string | undefined =>
+  typeof value === "string" || typeof value === "number" || typeof value === "boolean" ? String(value) : undefined
 
-/** The probe URL with `{{cfg.<key>}}` placeholders filled from the configuration (URL-encoded). */
-export const renderProbeUrl = (
-  template: string,
+/**
+ * The probe's URL and headers with `{{cfg.<key>}}` filled from the configuration (URL-encoded in
+ * the URL, as is in headers), or the first problem.
+ */
+export const renderProbe = (
+  probe: ProbeDefinition,
   configuration: Readonly<Record<string, unknown>>
-): { readonly url: URL } | { readonly error: string } => {
-  let missing: string | undefined
-  const text = template.replace(placeholder, (_, key: string) => {
-    const value = configuration[key]
-    if (typeof value !== "string" && typeof value !== "number" && typeof value !== "boolean") {
-      missing ??= key
-      return ""
-    }
-    return encodeURIComponent(String(value))
-  })
+): { readonly url: URL; readonly headers: Record<string, string> } | { readonly error: string } => {
+  const missing = [probe.url, ...Object.values(probe.headers ?? {})]
+    .flatMap(placeholderKeys)
+    .find((key) => scalar(configuration[key]) === undefined)
   if (missing !== undefined) return { error: `configuration key ${missing} is not set` }
+  const text = (key: string) => scalar(configuration[key]) ?? ""
+  const headers = Object.fromEntries(
+    Object.entries(probe.headers ?? {}).map(([name, value]) => [name, fillPlaceholders(value, text)])
+  )
+  if (Object.values(headers).some((value) => /[\r\n\0]/.test(value))) {
+    return { error: "a probe header holds a line break after filling in the configuration" }
+  }
   try {
-    return { url: new URL(text) }
+    return { url: new URL(fillPlaceholders(probe.url, (key) => encodeURIComponent(text(key)))), headers }
   } catch {
     return { error: "the probe URL is not a valid URL after filling in the configuration" }
   }
 }
-
-/** Whether a status counts as success: the listed statuses, else any 2xx. */
-export const expectedStatus = (probe: ProbeDefinition, status: number): boolean =>
-  probe.expected_statuses === undefined ? status >= 200 && status < 300 : probe.expected_statuses.includes(status)
 
 /** Probe runs. */
 export class Probes extends Context.Service<
@@ -117,7 +120,7 @@ export class Probes extends Context.Service<
             })
           )
         const configuration = yield* secrets.configuration(row)
-        const target = renderProbeUrl(probe.url, configuration)
+        const target = renderProbe(probe, configuration)
         if ("error" in target) return yield* finish({ outcome: "failure", error: target.error })
         const creds = yield* usableCredentials(row, definition).pipe(Effect.result)
         if (creds._tag === "Failure") {
@@ -125,7 +128,7 @@ export class Probes extends Context.Service<
         }
         const request = injectCredentials(definition.auth, creds.success, {
           url: target.url,
-          headers: { ...probe.headers }
+          headers: target.headers
         })
         const timeoutMs = parseDuration(probe.timeout) ?? 10_000
         const response = yield* outbound
@@ -136,7 +139,7 @@ export class Probes extends Context.Service<
           .pipe(Effect.result)
         if (response._tag === "Failure") return yield* finish({ outcome: "failure", error: response.failure.message })
         const status = response.success.status
-        return yield* expectedStatus(probe, status)
+        return yield* probeStatusOk(probe, status)
           ? finish({ outcome: "success", statusCode: status })
           : finish({ outcome: "failure", statusCode: status, error: `unexpected status ${status}` })
       })
