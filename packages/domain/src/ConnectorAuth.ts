@@ -15,12 +15,8 @@ export const HeaderName = Schema.String.check(
   })
 )
 
-/** Headers the service owns or strips: an API key may not be placed in them. */
-const reservedHeaders = new Set([
-  "host",
-  "content-length",
-  "content-type",
-  "transfer-encoding",
+/** The hop-by-hop header names of RFC 9110 7.6.1 (lower case): stripped on both legs of a proxied call. */
+export const hopByHopHeaders: ReadonlySet<string> = new Set([
   "connection",
   "keep-alive",
   "proxy-connection",
@@ -28,8 +24,12 @@ const reservedHeaders = new Set([
   "proxy-authorization",
   "te",
   "trailer",
+  "transfer-encoding",
   "upgrade"
 ])
+
+/** Headers the service owns or strips: an API key may not be placed in them. */
+const reservedHeaders = new Set(["host", "content-length", "content-type", ...hopByHopHeaders])
 
 /** The header an `api_key` goes in: any token name except service-owned and hop-by-hop ones. */
 const ApiKeyHeaderName = HeaderName.check(

@@ -3,18 +3,10 @@
  * the response we return, so neither leg's connection management leaks into the other.
  */
 
+import { hopByHopHeaders } from "@svc/domain/ConnectorAuth"
+
 /** The fixed hop-by-hop header names (lower case). */
-export const hopByHopHeaders: ReadonlySet<string> = new Set([
-  "connection",
-  "keep-alive",
-  "proxy-connection",
-  "proxy-authenticate",
-  "proxy-authorization",
-  "te",
-  "trailer",
-  "transfer-encoding",
-  "upgrade"
-])
+export { hopByHopHeaders }
 
 const listedInConnection = (headers: Readonly<Record<string, unknown>>): ReadonlySet<string> => {
   const listed = new Set<string>()
