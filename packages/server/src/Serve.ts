@@ -14,6 +14,7 @@ import { ConnectionRepo } from "@svc/sql/ConnectionRepo"
 import { ProbeStateRepo } from "@svc/sql/ProbeStateRepo"
 import { ActorRepo } from "@svc/sql/ActorRepo"
 import { ConnectorRepo } from "@svc/sql/ConnectorRepo"
+import { NotificationRepo } from "@svc/sql/NotificationRepo"
 import { LabelReconciler } from "@svc/sql/LabelReconciler"
 import { ResourceRepo } from "@svc/sql/ResourceRepo"
 import { SearchRepo } from "@svc/sql/SearchRepo"
@@ -40,6 +41,7 @@ import { Reencryption } from "./services/Reencryption.ts"
 import { Listing } from "./services/Listing.ts"
 import { Metadata } from "./services/Metadata.ts"
 import { Namespaces } from "./services/Namespaces.ts"
+import { Notifications } from "./services/Notifications.ts"
 import { RateLimits } from "./services/RateLimits.ts"
 import { ResourceOps } from "./services/ResourceOps.ts"
 import { Search } from "./services/Search.ts"
@@ -172,7 +174,8 @@ const resourceServices = Layer.mergeAll(
   Keys.layer,
   RateLimits.layer,
   Search.layer,
-  Probes.layer
+  Probes.layer,
+  Notifications.layer
 ).pipe(
   (services) => Metadata.layer.pipe(Layer.provideMerge(services)),
   Layer.provideMerge(Layer.mergeAll(ResourceOps.layer, Listing.layer, connectionSupport, DefinitionValidator.layer))
@@ -225,7 +228,8 @@ export const serve = Effect.fn("Serve.serve")(function* (
     LabelReconciler.layer,
     ConnectionRepo.layer,
     ProbeStateRepo.layer,
-    DataKeyRepo.layer
+    DataKeyRepo.layer,
+    NotificationRepo.layer
   )
   // One directory: the authenticator reads it, actor writes invalidate it.
   const directory = ActorDirectory.layer

@@ -35,7 +35,8 @@ for (const [backend, db] of TestDatabase.backends) {
         assert.deepStrictEqual(yield* Migrations.migrateMain, [
           [1, "initial"],
           [2, "resources"],
-          [3, "secrets_and_probes"]
+          [3, "secrets_and_probes"],
+          [4, "notifications"]
         ])
         assert.deepStrictEqual(yield* Migrations.migrateAppMetrics, [[1, "request_events"]])
         assert.deepStrictEqual(yield* Migrations.migrateMain, [])
@@ -46,7 +47,8 @@ for (const [backend, db] of TestDatabase.backends) {
         assert.deepStrictEqual(yield* history("schema_migrations"), [
           { migration_id: 1, name: "initial" },
           { migration_id: 2, name: "resources" },
-          { migration_id: 3, name: "secrets_and_probes" }
+          { migration_id: 3, name: "secrets_and_probes" },
+          { migration_id: 4, name: "notifications" }
         ])
         assert.deepStrictEqual(yield* history("app_metrics_schema_migrations"), [
           { migration_id: 1, name: "request_events" }
@@ -67,6 +69,8 @@ for (const [backend, db] of TestDatabase.backends) {
             "label_propagations",
             "maintenance_runs",
             "namespaces",
+            "notification_views",
+            "notifications",
             "probe_states",
             "rate_limits",
             "reencryptions",
@@ -120,6 +124,9 @@ for (const [backend, db] of TestDatabase.backends) {
             "namespaces_labels_gin",
             "namespaces_path_live",
             "namespaces_path_pattern",
+            "notifications_active_created",
+            "notifications_connection_key_active",
+            "notifications_namespace",
             "probe_states_due",
             "rate_limits_labels_gin",
             "rate_limits_namespace_name_live",
@@ -132,6 +139,10 @@ for (const [backend, db] of TestDatabase.backends) {
         assert.match(def("actors_external_id_live"), /UNIQUE INDEX .* \(external_id\) WHERE \(deleted_at IS NULL\)/)
         assert.match(def("actors_labels_gin"), /USING gin \(labels\)/)
         assert.match(def("request_events_labels_gin"), /USING gin \(labels\)/)
+        assert.match(
+          def("notifications_connection_key_active"),
+          /UNIQUE INDEX .* \(connection_id, key\) WHERE \(resolved_at IS NULL\)/
+        )
         assert.match(def("request_events_connection_timestamp_idx"), /\(connection_id, "?timestamp"?\)/)
       })
     )

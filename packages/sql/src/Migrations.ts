@@ -9,6 +9,7 @@ import type { SqlError } from "effect/sql/SqlError"
 import main0001 from "./migrations/main/0001_initial.ts"
 import main0002 from "./migrations/main/0002_resources.ts"
 import main0003 from "./migrations/main/0003_secrets_and_probes.ts"
+import main0004 from "./migrations/main/0004_notifications.ts"
 import metrics0001 from "./migrations/metrics/0001_request_events.ts"
 
 /** Migrations table of the main database. */
@@ -20,7 +21,8 @@ export const appMetricsTable = "app_metrics_schema_migrations"
 export const mainLoader: Migrator.Loader = Migrator.fromRecord({
   "0001_initial": main0001,
   "0002_resources": main0002,
-  "0003_secrets_and_probes": main0003
+  "0003_secrets_and_probes": main0003,
+  "0004_notifications": main0004
 })
 
 /** App-metrics migrations, keyed `<id>_<name>`. */

@@ -17,6 +17,7 @@ import {
   RateLimitsMetadataApi
 } from "./MetadataApi.ts"
 import { NamespacesApi } from "./NamespacesApi.ts"
+import { NotificationsApi } from "./NotificationsApi.ts"
 import { ProbesApi } from "./ProbesApi.ts"
 import { RateLimitsApi } from "./RateLimitsApi.ts"
 import { SearchApi } from "./SearchApi.ts"
@@ -38,7 +39,8 @@ const resourceGroups = [
   ConnectionsApi,
   ProbesApi,
   KeysApi,
-  RateLimitsApi
+  RateLimitsApi,
+  NotificationsApi
 ] as const
 const metadataGroups = [
   NamespacesMetadataApi,

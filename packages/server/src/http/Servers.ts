@@ -18,6 +18,7 @@ import * as SwaggerRoute from "../swagger/SwaggerRoute.ts"
 import { swaggerDocuments } from "../swagger/generate.ts"
 import { AdminApiAuthHttp, ApiAuthHttp } from "./AuthHttp.ts"
 import { AdminApiMetadataHttp, ApiMetadataHttp } from "./MetadataHttp.ts"
+import { AdminApiNotificationsHttp, ApiNotificationsHttp } from "./NotificationsHttp.ts"
 import { AdminApiProbesHttp, ApiProbesHttp } from "./ProbesHttp.ts"
 import { AdminApiResourcesHttp, ApiResourcesHttp } from "./ResourcesHttp.ts"
 import { AdminApiSearchHttp } from "./SearchHttp.ts"
@@ -61,7 +62,7 @@ const routes = (service: ServiceId) => {
         HttpApiBuilder.layer(ApiV1, { openapiPath: "/openapi.json" }).pipe(
           Layer.provide([
             ApiSystemHttp,
-            Layer.mergeAll(ApiAuthHttp, ApiResourcesHttp, ApiProbesHttp, ApiMetadataHttp).pipe(
+            Layer.mergeAll(ApiAuthHttp, ApiResourcesHttp, ApiProbesHttp, ApiNotificationsHttp, ApiMetadataHttp).pipe(
               Layer.provide(AuthenticationLive)
             )
           ])
@@ -77,6 +78,7 @@ const routes = (service: ServiceId) => {
               AdminApiAuthHttp,
               AdminApiResourcesHttp,
               AdminApiProbesHttp,
+              AdminApiNotificationsHttp,
               AdminApiMetadataHttp,
               AdminApiSearchHttp
             ).pipe(Layer.provide(AuthenticationLive))
