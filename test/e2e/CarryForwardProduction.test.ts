@@ -302,10 +302,17 @@ describe("consistency checker (spec 2.4 rule 3)", () => {
     )
     expect(repaired, logs()).toEqual(sane)
     expect((await r.get("keys", key.id)).labels).toEqual(key.labels)
-    const after = await lastCheck()
+    // The run is recorded after its repairs are written: wait for the record, not only the rows.
+    const after = await eventually(lastCheck, (run) => run!.lastRunAt.getTime() > before!.lastRunAt.getTime())
     expect(after!.lastRunAt.getTime()).toBeGreaterThan(before!.lastRunAt.getTime())
     expect(after!.ageMs).toBeLessThan(10_000)
-    expect(worker?.output()).toMatch(/label consistency check corrected 2 row\(s\)/)
+    const corrected = /label consistency check corrected 2 row\(s\)/
+    expect(
+      await eventually(
+        async () => worker?.output() ?? "",
+        (output) => corrected.test(output)
+      )
+    ).toMatch(corrected)
 
     // Still periodic at 2s: a second drift is repaired by a later run.
     await corrupt("keys", key.id, ["svc/key/-/name"], { "svc/ns/tier": "bronze" })
