@@ -4,19 +4,9 @@ import { SqlClient } from "effect/sql"
 import { ConnectionRepo } from "./ConnectionRepo.ts"
 import { ConnectorRepo } from "./ConnectorRepo.ts"
 import * as Migrations from "./Migrations.ts"
-import { jsonb, ResourceRepo } from "./ResourceRepo.ts"
+import { ResourceRepo } from "./ResourceRepo.ts"
 import * as TestDatabase from "./TestDatabase.ts"
-
-const at = (seconds: number): Date => new Date(Date.UTC(2025, 0, 1) + seconds * 1000)
-
-const envelope = (namespace: string, name: string, createdAt = at(0)) => ({
-  namespace,
-  name,
-  labels: jsonb({}),
-  annotations: jsonb({}),
-  createdAt,
-  updatedAt: createdAt
-})
+import { at, envelope } from "./TestRows.ts"
 
 for (const [backend, db] of TestDatabase.backends) {
   const Test = Layer.mergeAll(ResourceRepo.layer, ConnectorRepo.layer, ConnectionRepo.layer).pipe(

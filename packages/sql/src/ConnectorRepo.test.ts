@@ -3,20 +3,11 @@ import { DateTime, Deferred, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { ConnectorRepo, type VersionState } from "./ConnectorRepo.ts"
 import * as Migrations from "./Migrations.ts"
-import { jsonb, ResourceRepo } from "./ResourceRepo.ts"
+import { ResourceRepo } from "./ResourceRepo.ts"
 import { ConnectorRow } from "./Rows.ts"
 import * as TestDatabase from "./TestDatabase.ts"
-
-const at = (seconds: number): Date => new Date(Date.UTC(2025, 0, 1) + seconds * 1000 + 456)
-
-const envelope = (namespace: string, name: string, createdAt = at(0)) => ({
-  namespace,
-  name,
-  labels: jsonb({}),
-  annotations: jsonb({}),
-  createdAt,
-  updatedAt: createdAt
-})
+import { fixtures } from "./TestRows.ts"
+const { at, envelope } = fixtures(456)
 
 for (const [backend, db] of TestDatabase.backends) {
   const Test = Layer.mergeAll(ResourceRepo.layer, ConnectorRepo.layer).pipe(

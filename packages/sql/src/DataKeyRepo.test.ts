@@ -6,17 +6,7 @@ import { ancestorsOf, DataKeyRepo, type DataKeyRow, type SecretRow } from "./Dat
 import * as Migrations from "./Migrations.ts"
 import { jsonb, ResourceRepo } from "./ResourceRepo.ts"
 import * as TestDatabase from "./TestDatabase.ts"
-
-const at = (seconds: number): Date => new Date(Date.UTC(2025, 0, 1) + seconds * 1000)
-
-const envelope = (namespace: string, name: string, createdAt = at(0)) => ({
-  namespace,
-  name,
-  labels: jsonb({}),
-  annotations: jsonb({}),
-  createdAt,
-  updatedAt: createdAt
-})
+import { at, envelope } from "./TestRows.ts"
 
 const dataKey = (keyId: string, version: number, rootKeyId = "r1"): DataKeyRow => ({
   keyId,

@@ -8,17 +8,7 @@ import * as Migrations from "./Migrations.ts"
 import { type NewNotice, NotificationRepo, type UpsertResult } from "./NotificationRepo.ts"
 import { jsonb, ResourceRepo } from "./ResourceRepo.ts"
 import * as TestDatabase from "./TestDatabase.ts"
-
-const at = (seconds: number): Date => new Date(Date.UTC(2025, 0, 1) + seconds * 1000)
-
-const envelope = (namespace: string, name: string) => ({
-  namespace,
-  name,
-  labels: jsonb({}),
-  annotations: jsonb({}),
-  createdAt: at(0),
-  updatedAt: at(0)
-})
+import { at, envelope } from "./TestRows.ts"
 
 /** Rows of `namespace` or below. */
 const within = (path: string): AccessFilter => ({

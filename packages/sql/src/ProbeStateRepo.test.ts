@@ -4,22 +4,12 @@ import { SqlClient } from "effect/sql"
 import { ConnectorRepo } from "./ConnectorRepo.ts"
 import * as Migrations from "./Migrations.ts"
 import { ProbeStateRepo } from "./ProbeStateRepo.ts"
-import { jsonb, ResourceRepo } from "./ResourceRepo.ts"
+import { ResourceRepo } from "./ResourceRepo.ts"
 import * as TestDatabase from "./TestDatabase.ts"
-
-const at = (seconds: number): Date => new Date(Date.UTC(2025, 0, 1) + seconds * 1000)
+import { at, envelope } from "./TestRows.ts"
 
 /** The inverse of `at`, for timestamps read back from the database. */
 const secondsOf = (date: Date): number => (new Date(date).getTime() - at(0).getTime()) / 1000
-
-const envelope = (namespace: string, name: string, createdAt = at(0)) => ({
-  namespace,
-  name,
-  labels: jsonb({}),
-  annotations: jsonb({}),
-  createdAt,
-  updatedAt: createdAt
-})
 
 /** A probe of a connector definition; only one with a `period` is scheduled. */
 const probe = (id: string, period?: string) => ({

@@ -8,18 +8,11 @@ import * as Migrations from "./Migrations.ts"
 import { jsonb, type ListSpec, ResourceRepo, type TableName } from "./ResourceRepo.ts"
 import { ActorResourceRow, KeyRow, NamespaceRow, RateLimitRow } from "./Rows.ts"
 import * as TestDatabase from "./TestDatabase.ts"
+import { fixtures } from "./TestRows.ts"
+const { at, envelope } = fixtures(123)
 
-const at = (seconds: number): Date => new Date(Date.UTC(2025, 0, 1) + seconds * 1000 + 123)
 const pad = (n: number): string => String(n).padStart(3, "0")
 
-const envelope = (namespace: string, name: string, createdAt = at(0), labels: Record<string, string> = {}) => ({
-  namespace,
-  name,
-  labels: jsonb(labels),
-  annotations: jsonb({}),
-  createdAt,
-  updatedAt: createdAt
-})
 const keyRow = (id: string, namespace: string, name: string, createdAt?: Date, labels?: Record<string, string>) => ({
   id,
   ...envelope(namespace, name, createdAt, labels)

@@ -11,16 +11,9 @@ import { Effect, Layer } from "effect"
 import { TestClock } from "effect/testing"
 import { Notifications } from "./Notifications.ts"
 import { ResourceOps } from "./ResourceOps.ts"
+import { at, envelope } from "@svc/sql/TestRows"
 
-const createdAt = new Date(Date.UTC(2025, 0, 1))
-const envelope = (namespace: string, name: string) => ({
-  namespace,
-  name,
-  labels: jsonb({}),
-  annotations: jsonb({}),
-  createdAt,
-  updatedAt: createdAt
-})
+const createdAt = at(0)
 
 const Test = Notifications.layer.pipe(
   Layer.provideMerge(ResourceOps.layer),

@@ -9,16 +9,9 @@ import { SqlClient } from "effect/sql"
 import * as Envelope from "../crypto/Envelope.ts"
 import { Encryption } from "./Encryption.ts"
 import { Reencryption } from "./Reencryption.ts"
+import { at, envelope } from "@svc/sql/TestRows"
 
-const createdAt = new Date(Date.UTC(2025, 0, 1))
-const envelope = (namespace: string, name: string) => ({
-  namespace,
-  name,
-  labels: jsonb({}),
-  annotations: jsonb({}),
-  createdAt,
-  updatedAt: createdAt
-})
+const createdAt = at(0)
 
 const Test = Reencryption.layer.pipe(
   Layer.provideMerge(Encryption.layerKey(Envelope.generateKey())),
