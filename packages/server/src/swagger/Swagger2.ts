@@ -1,11 +1,14 @@
 import type { OpenApi } from "effect/http-api"
 import {
   convertSchema,
+  isRecord,
   type Json,
   orderKeys,
   rewriteRefsDeep,
   type SchemaContext,
-  type Swagger2Schema
+  type Source,
+  type Swagger2Schema,
+  VALIDATION_KEYWORDS
 } from "./Swagger2Schema.ts"
 
 /** A Swagger 2.0 document as produced by {@link toSwagger2}: plain JSON with a stable key order. */
@@ -25,10 +28,7 @@ export interface Swagger2Options {
   readonly title?: string | undefined
 }
 
-type Source = { readonly [key: string]: unknown }
 type Out = { [key: string]: Json }
-
-const isRecord = (u: unknown): u is Source => typeof u === "object" && u !== null && !Array.isArray(u)
 
 const METHODS = ["get", "put", "post", "delete", "options", "head", "patch"] as const
 const FORM_TYPES = ["application/x-www-form-urlencoded", "multipart/form-data"]
@@ -43,16 +43,7 @@ const PARAMETER_KEYS = [
   "items",
   "collectionFormat",
   "default",
-  "maximum",
-  "exclusiveMaximum",
-  "minimum",
-  "exclusiveMinimum",
-  "maxLength",
-  "minLength",
-  "pattern",
-  "maxItems",
-  "minItems",
-  "uniqueItems",
+  ...VALIDATION_KEYWORDS,
   "enum",
   "multipleOf"
 ]

@@ -29,9 +29,25 @@ export interface SchemaContext {
   readonly hoisted: Record<string, Swagger2Schema>
 }
 
-type Source = { readonly [key: string]: unknown }
+/** A JSON object being read. */
+export type Source = { readonly [key: string]: unknown }
 
-const isRecord = (u: unknown): u is Source => typeof u === "object" && u !== null && !Array.isArray(u)
+/** Whether `u` is a JSON object (not an array). */
+export const isRecord = (u: unknown): u is Source => typeof u === "object" && u !== null && !Array.isArray(u)
+
+/** The numeric, string and array validation keywords Swagger 2.0 shares between schemas and parameters, in document order. */
+export const VALIDATION_KEYWORDS = [
+  "maximum",
+  "exclusiveMaximum",
+  "minimum",
+  "exclusiveMinimum",
+  "maxLength",
+  "minLength",
+  "pattern",
+  "maxItems",
+  "minItems",
+  "uniqueItems"
+] as const
 
 const KEY_ORDER = [
   "$ref",
@@ -43,16 +59,7 @@ const KEY_ORDER = [
   "default",
   "example",
   "multipleOf",
-  "maximum",
-  "exclusiveMaximum",
-  "minimum",
-  "exclusiveMinimum",
-  "maxLength",
-  "minLength",
-  "pattern",
-  "maxItems",
-  "minItems",
-  "uniqueItems",
+  ...VALIDATION_KEYWORDS,
   "items",
   "maxProperties",
   "minProperties",
