@@ -76,12 +76,12 @@ const connectorFor = async (auth: Record<string, unknown>, extra: Record<string,
 }
 
 const probe = async (connectorId: string, connectionId: string) => {
-  const before = upstream.seen.length
+  const before = upstream.seen().length
   const result = expectStatus<ProbeBody>(
     await svc.call("GET", `/api/v1/connectors/${connectorId}/probes/ping?connectionId=${connectionId}`),
     200
   )
-  const seen = upstream.seen.slice(before)
+  const seen = upstream.seen().slice(before)
   expect(seen.length).toBe(1)
   return { result, request: seen[0] as SeenRequest }
 }
@@ -165,7 +165,7 @@ describe("credentials land where the definition says", () => {
     const clientSecret = plant()
     const accessToken = plant()
     upstream.route("/token", (request) => {
-      const form = new URLSearchParams(request.body)
+      const form = new URLSearchParams(request.body.toString("utf8"))
       return form.get("client_secret") === clientSecret && form.get("grant_type") === "client_credentials"
         ? {
             status: 200,
@@ -190,8 +190,11 @@ describe("credentials land where the definition says", () => {
       credentials: { client_id: "svc-client", client_secret: clientSecret }
     })
     expect(connection.state).toBe("configured")
-    const token = upstream.seen.filter((seen) => seen.path === "/token").at(-1)
-    expect(new URLSearchParams(token?.body).get("scope")).toBe("read")
+    const token = upstream
+      .seen()
+      .filter((seen) => seen.path === "/token")
+      .at(-1)
+    expect(new URLSearchParams(token?.body.toString("utf8")).get("scope")).toBe("read")
     const { request } = await probe(connectorId, connection.id)
     expect(request.headers.authorization).toBe(`Bearer ${accessToken}`)
 
@@ -305,7 +308,7 @@ describe("probes drive health", () => {
     )
     const connection = await r.connection(connectorId, {})
     const read = () => r.get<ConnectionBody>("connections", connection.id)
-    const checks = () => upstream.seen.filter((seen) => seen.path === "/health/check").length
+    const checks = () => upstream.seen().filter((seen) => seen.path === "/health/check").length
     await eventually(
       async () => checks(),
       (n) => n >= 2

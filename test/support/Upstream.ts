@@ -1,17 +1,13 @@
 /**
- * A local upstream for black-box tests: an HTTP server on 127.0.0.1 that records every request
- * (method, path, query, headers, body) and answers through a replaceable handler.
+ * A routed local upstream for black-box tests: the server package's recording `LocalServer`,
+ * answering by path prefix through replaceable handlers (unrouted paths answer 404).
  */
-import * as http from "node:http"
-import type { AddressInfo } from "node:net"
+import { type RecordedRequest, startLocalServer } from "@svc/server/proxy/testing/LocalServer"
 
-/** One request as the upstream saw it. */
-export interface SeenRequest {
-  readonly method: string
+/** One request as the upstream saw it, with its path and query split out. */
+export interface SeenRequest extends RecordedRequest {
   readonly path: string
   readonly query: URLSearchParams
-  readonly headers: http.IncomingHttpHeaders
-  readonly body: string
 }
 
 /** What a handler answers. */
@@ -25,50 +21,37 @@ export interface Answer {
 export interface Upstream {
   readonly port: number
   readonly origin: string
-  readonly seen: Array<SeenRequest>
-  /** Replaces the answer for requests whose path starts with `prefix`. */
+  /** Every request so far, oldest first. */
+  readonly seen: () => ReadonlyArray<SeenRequest>
+  /** Replaces the answer for requests whose path starts with `prefix` (the longest prefix wins). */
   readonly route: (prefix: string, handler: (request: SeenRequest) => Answer) => void
   readonly close: () => Promise<void>
 }
 
-/** Starts an upstream; unrouted paths answer 404. */
+const seenOf = (request: RecordedRequest): SeenRequest => {
+  const url = new URL(request.url, "http://upstream")
+  return { ...request, path: url.pathname, query: url.searchParams }
+}
+
+/** Starts an upstream on 127.0.0.1. */
 export const startUpstream = async (): Promise<Upstream> => {
-  const seen: Array<SeenRequest> = []
   const routes = new Map<string, (request: SeenRequest) => Answer>()
-  const server = http.createServer((req, res) => {
-    const chunks: Array<Buffer> = []
-    req.on("data", (chunk: Buffer) => chunks.push(chunk))
-    req.on("end", () => {
-      const url = new URL(req.url ?? "/", "http://upstream")
-      const request: SeenRequest = {
-        method: req.method ?? "GET",
-        path: url.pathname,
-        query: url.searchParams,
-        headers: req.headers,
-        body: Buffer.concat(chunks).toString("utf8")
-      }
-      seen.push(request)
-      const handler = [...routes.entries()]
-        .filter(([prefix]) => url.pathname.startsWith(prefix))
-        .sort((a, b) => b[0].length - a[0].length)[0]?.[1]
-      const answer = handler?.(request) ?? { status: 404, body: "not found" }
-      res.writeHead(answer.status, answer.headers ?? {})
-      res.end(answer.body ?? "")
-    })
+  const server = await startLocalServer((request, response) => {
+    const seen = seenOf(request)
+    const handler = [...routes.entries()]
+      .filter(([prefix]) => seen.path.startsWith(prefix))
+      .sort((a, b) => b[0].length - a[0].length)[0]?.[1]
+    const answer = handler?.(seen) ?? { status: 404, body: "not found" }
+    response.writeHead(answer.status, answer.headers ?? {})
+    response.end(answer.body ?? "")
   })
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-  const port = (server.address() as AddressInfo).port
   return {
-    port,
-    origin: `http://127.0.0.1:${port}`,
-    seen,
+    port: server.port,
+    origin: server.origin,
+    seen: () => server.requests.map(seenOf),
     route: (prefix, handler) => {
       routes.set(prefix, handler)
     },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections()
-        server.close(() => resolve())
-      })
+    close: server.close
   }
 }
