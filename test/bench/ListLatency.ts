@@ -3,10 +3,8 @@
  * through the public API (bounded concurrency), with a label mix that lets selectors pick about
  * 1 %, 5 %, 10 % and 99 % of the rows; and the list requests measured on it.
  */
-import * as fs from "node:fs/promises"
-import * as path from "node:path"
 import { Pool } from "undici"
-import { nowMs, startSvcReady, svcWorkspace } from "./Ready.ts"
+import { nowMs, readToken, startSvcReady, svcWorkspace } from "./Ready.ts"
 
 /** How the rows were created: count, wall time, rate and concurrency. */
 export interface SeedResult {
@@ -45,20 +43,10 @@ export const listQueries: ReadonlyArray<{ readonly label: string; readonly path:
   { label: `svc/ns/-/id=${seedNamespace(3)} (10%)`, path: list(`svc/ns/-/id=${seedNamespace(3)}`) }
 ]
 
-const readToken = async (dir: string): Promise<string> => {
-  const file = path.join(dir, ".svc/admin.token")
-  const deadline = Date.now() + 20_000
-  for (;;) {
-    const token = (await fs.readFile(file, "utf8").catch(() => "")).trim()
-    if (token !== "") return token
-    if (Date.now() > deadline) throw new Error(`no admin token in ${file}`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-}
+/** POSTs or PUTs JSON and answers the parsed body; throws unless the status is `expect`. */
+export type Post = (method: "POST" | "PUT", urlPath: string, body: unknown, expect: number) => Promise<unknown>
 
-type Post = (method: "POST" | "PUT", urlPath: string, body: unknown, expect: number) => Promise<unknown>
-
-const poster =
+export const poster =
   (pool: Pool, headers: Record<string, string>): Post =>
   async (method, urlPath, body, expect) => {
     const response = await pool.request({ method, path: urlPath, headers, body: JSON.stringify(body) })

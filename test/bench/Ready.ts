@@ -3,7 +3,9 @@
  * plain Node scripts, each tracked for cleanup, each awaited until its `/ping` answers 200.
  */
 import { type ChildProcess, spawn } from "node:child_process"
+import * as fs from "node:fs/promises"
 import * as http from "node:http"
+import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { freePort, freePorts, type Ports, portEnv, type RunningSvc, startSvc, tempDir } from "../support/SvcProcess.ts"
 import { trackChild, trackDir } from "./Children.ts"
@@ -40,6 +42,18 @@ export const svcWorkspace = async (): Promise<{ dir: string; ports: Ports }> => 
   return { dir, ports: await freePorts() }
 }
 
+/** The admin token svc writes to `<dir>/.svc/admin.token` on its first start (polled up to 20 s). */
+export const readToken = async (dir: string): Promise<string> => {
+  const file = path.join(dir, ".svc/admin.token")
+  const deadline = Date.now() + 20_000
+  for (;;) {
+    const token = (await fs.readFile(file, "utf8").catch(() => "")).trim()
+    if (token !== "") return token
+    if (Date.now() > deadline) throw new Error(`no admin token in ${file}`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
 export interface ReadySvc {
   readonly svc: RunningSvc
   /** Milliseconds from spawn to the first 200 on the api service's `/ping`. */
@@ -57,6 +71,7 @@ export const startSvcReady = async (dir: string, ports: Ports, env: Record<strin
 
 export interface NodeChild {
   readonly port: number
+  readonly pid: number | undefined
   readonly stop: () => Promise<void>
 }
 
@@ -83,5 +98,5 @@ export const startNodeScript = async (script: string, env: Record<string, string
       clearTimeout(timer)
     }
   }
-  return { port, stop }
+  return { port, pid: child.pid, stop }
 }

@@ -1,6 +1,7 @@
 /**
  * The bench's outputs: the fixed-width table printed on stdout and the JSON document written to
- * test/bench/results/latest.json (schema `version: 1`; `sequences` added without a bump).
+ * test/bench/results/latest.json (schema `version: 1`; `sequences`, `streams` and
+ * `options.generator` added without a bump).
  */
 import * as fs from "node:fs/promises"
 import * as os from "node:os"
@@ -9,6 +10,7 @@ import type { ColdStartResult } from "./ColdStart.ts"
 import type { SeedResult } from "./ListLatency.ts"
 import type { LoadResult } from "./Load.ts"
 import type { SequenceResult } from "./Sequential.ts"
+import type { FirstByteResult, UploadResult } from "./Stream.ts"
 
 export interface Ratios {
   /** target req/s ÷ baseline req/s (below 1: fewer requests per second than the baseline). */
@@ -54,15 +56,44 @@ export interface SequenceGroupReport {
   readonly rows: ReadonlyArray<SequenceRow>
 }
 
+/** One target of a stream group: the upload and the SSE measurements, or why it was skipped. */
+export interface StreamRow {
+  readonly target: string
+  readonly label: string
+  readonly upload?: UploadResult
+  readonly sse?: FirstByteResult
+  readonly skipped?: string
+  /** Upload MB/s ÷ the baseline's, and SSE first-event p50 ÷ the baseline's. */
+  readonly ratios?: { readonly mbPerS: number; readonly firstEventP50: number }
+}
+
+export interface StreamGroupReport {
+  readonly group: string
+  readonly title: string
+  readonly baseline: string
+  readonly uploadBytes: number
+  readonly uploadRuns: number
+  readonly sseWarmup: number
+  readonly sseSamples: number
+  readonly rows: ReadonlyArray<StreamRow>
+}
+
 export interface BenchReport {
   readonly version: 1
   readonly startedAt: string
   readonly finishedAt: string
   readonly machine: { readonly node: string; readonly platform: string; readonly cpus: number; readonly cpu: string }
-  readonly options: { readonly durationS: number; readonly warmupS: number; readonly seedCount: number }
+  readonly options: {
+    readonly durationS: number
+    readonly warmupS: number
+    readonly seedCount: number
+    /** The load generator, its version and the CPU pinning, as printed. */
+    readonly generator: string
+  }
   readonly coldStart?: ColdStartResult
   readonly coldStartError?: string
   readonly load: ReadonlyArray<LoadRow>
+  readonly streams: ReadonlyArray<StreamGroupReport>
   readonly sequences: ReadonlyArray<SequenceGroupReport>
 }
 
@@ -94,6 +125,21 @@ const line = (columns: ReadonlyArray<Column>, cells: ReadonlyArray<string>) =>
     .join("  ")
     .trimEnd()
 
+/**
+ * A skip reason on one line of the table: its first line, plus the first error line of a captured
+ * process output when there is one, cut at 160 characters (the whole text is on stderr and in the JSON).
+ */
+const brief = (reason: string): string => {
+  const lines = reason
+    .split("\n")
+    .map((l) => l.trim())
+    .filter((l) => l !== "")
+  const [first = "", ...rest] = lines
+  const error = rest.find((l) => /\bError\b|\bERROR\b/.test(l))
+  const text = error === undefined ? first : `${first} ... ${error}`
+  return text.length > 160 ? `${text.slice(0, 157)}...` : text
+}
+
 const ms = (value: number) => value.toFixed(value < 10 ? 3 : 1)
 const x = (value: number) => `${value.toFixed(2)}x`
 
@@ -111,7 +157,7 @@ const loadColumns = (title: string): ReadonlyArray<Column> => [
 
 const loadCells = (row: LoadRow): ReadonlyArray<string> => {
   const head = [row.label, String(row.connections)]
-  if (row.result === undefined) return [...head, `skipped: ${row.skipped ?? "not run"}`]
+  if (row.result === undefined) return [...head, `skipped: ${brief(row.skipped ?? "not run")}`]
   const r = row.result
   const measured = [...head, r.rps.toFixed(0), ms(r.p50Ms), ms(r.p99Ms), String(r.errors)]
   if (row.target === row.baseline) return [...measured, "", "baseline"]
@@ -141,7 +187,7 @@ const formatSequence = (group: SequenceGroupReport): ReadonlyArray<string> => {
     "",
     `${group.title} on ${group.targetLabel}: ${group.requests} sequential requests per row after ${group.warmup} warm-up`
   ]
-  if (group.skipped !== undefined) return [...out, `  skipped: ${group.skipped}`]
+  if (group.skipped !== undefined) return [...out, `  skipped: ${brief(group.skipped)}`]
   const s = group.seed
   if (s !== undefined) {
     const rate = `${s.rate.toFixed(0)}/s, ${s.concurrency} in flight`
@@ -165,11 +211,60 @@ const formatSequence = (group: SequenceGroupReport): ReadonlyArray<string> => {
   return out
 }
 
+const streamColumns: ReadonlyArray<Column> = [
+  { title: "  target", width: 22, left: true },
+  { title: "MB/s", width: 8 },
+  { title: "errors", width: 6 },
+  { title: "1st event p50", width: 13 },
+  { title: "max ms", width: 8 },
+  { title: "errors", width: 6 },
+  { title: "MB/s", width: 7 },
+  { title: "p50", width: 7 }
+]
+
+const streamCells = (row: StreamRow, baseline: string): ReadonlyArray<string> => {
+  const head = `  ${row.label}`
+  if (row.skipped !== undefined) return [head, `skipped: ${brief(row.skipped)}`]
+  const u = row.upload
+  const e = row.sse
+  const upload = u === undefined ? ["-", "-"] : [u.mbPerS.toFixed(0), String(u.errors)]
+  const sse = e === undefined ? ["-", "-", "-"] : [ms(e.p50Ms), ms(e.maxMs), String(e.errors)]
+  const ratios =
+    row.target === baseline
+      ? ["", "baseline"]
+      : row.ratios === undefined
+        ? []
+        : [x(row.ratios.mbPerS), x(row.ratios.firstEventP50)]
+  return [head, ...upload, ...sse, ...ratios]
+}
+
+const formatStreams = (group: StreamGroupReport): ReadonlyArray<string> => {
+  const baseLabel = group.rows.find((row) => row.target === group.baseline)?.label ?? group.baseline
+  const ratioAt = streamColumns.slice(0, 6).reduce((sum, c) => sum + c.width + 2, 0)
+  const out = [
+    "",
+    `${group.title}: POST ${(group.uploadBytes / 1e6).toFixed(0)} MB (median of ${group.uploadRuns}), ` +
+      `SSE time to first event in ms (median of ${group.sseSamples} after ${group.sseWarmup} warm-up)`,
+    `${"".padEnd(ratioAt)}ratio vs ${baseLabel}`,
+    line(
+      streamColumns,
+      streamColumns.map((c) => c.title)
+    )
+  ]
+  for (const row of group.rows) {
+    out.push(line(streamColumns, streamCells(row, group.baseline)))
+    if (row.upload?.firstError !== undefined) out.push(`      upload error: ${row.upload.firstError}`)
+    if (row.sse?.firstError !== undefined) out.push(`      sse error: ${row.sse.firstError}`)
+  }
+  return out
+}
+
 export const formatTable = (report: BenchReport): string => {
   const m = report.machine
   const out: Array<string> = [
     `svc bench: node ${m.node}, ${m.platform}, ${m.cpus} cpu(s) (${m.cpu})`,
     `load: ${report.options.durationS} s measured per row after ${report.options.warmupS} s warm-up, loopback, closed loop`,
+    `load generator: ${report.options.generator}`,
     ""
   ]
   const start: ReadonlyArray<Column> = [
@@ -213,6 +308,7 @@ export const formatTable = (report: BenchReport): string => {
         )
       )
   }
+  for (const group of report.streams) out.push(...formatStreams(group))
   for (const group of report.sequences) out.push(...formatSequence(group))
   return `${out.join("\n")}\n`
 }

@@ -1,44 +1,20 @@
 /**
  * What the bench measures, as data: the targets (servers it can start), the load groups (one
  * request shape, measured on several targets at several connection counts, each compared with the
- * group's baseline target) and the sequence groups (a few requests on one seeded target, each sent
- * one at a time a fixed number of times). Add a scenario by adding a target and/or a group here;
- * run.ts and Report.ts need no change.
+ * group's baseline target), the stream groups (a large upload and server-sent events through each
+ * target) and the sequence groups (a few requests on one seeded target, each sent one at a time a
+ * fixed number of times). Add a scenario by adding a target and/or a group here; run.ts and
+ * Report.ts need no change.
  */
-import { listQueries, type SeedResult, startSeededSvc } from "./ListLatency.ts"
+import { pin } from "./Cpu.ts"
+import { listQueries, startSeededSvc } from "./ListLatency.ts"
+import { proxyJsonRequest, proxyTargets } from "./Proxy.ts"
+import { sseEvents, upstreamPaths } from "./ProxyShapes.ts"
 import { startNodeScript, startSvcReady, svcWorkspace } from "./Ready.ts"
+import type { Target } from "./Target.ts"
 
-/** A started server under test: where to send requests, and how to stop it. */
-export interface RunningTarget {
-  readonly origin: string
-  readonly stop: () => Promise<void>
-  /** Sent on every request to this target (e.g. the admin token's `authorization`). */
-  readonly headers?: Readonly<Record<string, string>>
-  /** What `start` created before it returned, shown with the group. */
-  readonly seed?: SeedResult
-}
-
-/** What `Target.start` gets from the run. */
-export interface StartContext {
-  /** A progress line on stderr (long starts, e.g. seeding, report every ~1000 rows). */
-  readonly progress: (message: string) => void
-  /** How many rows a seeding target creates (`--seed`). */
-  readonly seedCount: number
-}
-
-export interface Target {
-  readonly id: string
-  /** Shown in the table. */
-  readonly label: string
-  /** Starts the target (child processes only: never serve from the bench process). */
-  readonly start: (context: StartContext) => Promise<RunningTarget>
-}
-
-/**
- * Thrown by `Target.start` when the target cannot run on this machine (e.g. nginx not installed):
- * its rows are reported as skipped with the message, and the run goes on.
- */
-export class TargetUnavailable extends Error {}
+export type { RequestShape, RunningTarget, StartContext, Target } from "./Target.ts"
+export { TargetUnavailable } from "./Target.ts"
 
 export interface LoadGroup {
   readonly id: string
@@ -54,12 +30,27 @@ export interface LoadGroup {
   readonly connections: ReadonlyArray<number>
 }
 
+/**
+ * Streaming through each target (after its routing): `upload.runs` POSTs of `upload.bytes` to an
+ * upstream that drains them (MB/s, median), and `sse.samples` GETs of a server-sent event stream
+ * (time to the first event, median), after `sse.warmup` unmeasured ones.
+ */
+export interface StreamGroup {
+  readonly id: string
+  readonly title: string
+  readonly targets: ReadonlyArray<string>
+  readonly baseline: string
+  readonly upload: { readonly path: string; readonly bytes: number; readonly runs: number }
+  readonly sse: { readonly path: string; readonly warmup: number; readonly samples: number; readonly events: number }
+}
+
 export const targets: ReadonlyArray<Target> = [
   {
     id: "bare-node",
     label: "bare node:http",
     start: async () => {
       const child = await startNodeScript("./bareServer.ts")
+      pin(child.pid, "servers")
       return { origin: `http://127.0.0.1:${child.port}`, stop: child.stop }
     }
   },
@@ -69,6 +60,7 @@ export const targets: ReadonlyArray<Target> = [
     start: async () => {
       const { dir, ports } = await svcWorkspace()
       const { svc } = await startSvcReady(dir, ports)
+      pin(svc.child.pid, "servers")
       return {
         origin: `http://127.0.0.1:${ports.api}`,
         stop: async () => {
@@ -81,11 +73,12 @@ export const targets: ReadonlyArray<Target> = [
     id: "svc-api-seeded",
     label: "svc api (seeded)",
     start: ({ progress, seedCount }) => startSeededSvc(seedCount, progress)
-  }
-  // Extension point: the proxy issues add targets here, e.g. an upstream started with
-  // startNodeScript, "svc-proxy" (svc's public service proxying to it), "svc-proxy-raw",
-  // a bare Node proxy, and nginx (throwing TargetUnavailable when `nginx` is not on PATH).
+  },
+  ...proxyTargets
 ]
+
+/** The proxy rows in table order; every ratio is against the bare undici proxy. */
+const proxyRows = ["proxy-direct", "proxy-node", "proxy-nginx", "proxy-svc-raw", "proxy-svc"]
 
 export const loadGroups: ReadonlyArray<LoadGroup> = [
   {
@@ -96,9 +89,28 @@ export const loadGroups: ReadonlyArray<LoadGroup> = [
     targets: ["bare-node", "svc-api"],
     baseline: "bare-node",
     connections: [1, 64]
+  },
+  {
+    id: "proxy",
+    title: `proxy GET ${proxyJsonRequest.path}`,
+    method: proxyJsonRequest.method,
+    path: proxyJsonRequest.path,
+    targets: proxyRows,
+    baseline: "proxy-node",
+    connections: [1, 64]
   }
-  // Extension point: e.g. { id: "proxy", path: "/…", targets: ["upstream-direct", "svc-proxy",
-  // "svc-proxy-raw", "node-proxy", "nginx"], baseline: "upstream-direct", connections: [1, 64] }.
+]
+
+export const streamGroups: ReadonlyArray<StreamGroup> = [
+  {
+    id: "proxy-stream",
+    title: "proxy streaming",
+    // `_proxy` answers an envelope, not a stream: not measured here
+    targets: proxyRows.filter((id) => id !== "proxy-svc"),
+    baseline: "proxy-node",
+    upload: { path: upstreamPaths.upload, bytes: 100_000_000, runs: 3 },
+    sse: { path: upstreamPaths.sse, warmup: 3, samples: 30, events: sseEvents }
+  }
 ]
 
 /** Requests measured one at a time on one target: `warmup` unrecorded then `requests` recorded each. */

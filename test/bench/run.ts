@@ -1,13 +1,15 @@
 /**
- * `npm run bench`: start-up times of the embedded default, then every load group and every
+ * `npm run bench`: start-up times of the embedded default, then every load group, stream group and
  * sequence group of Scenarios.ts in one run; prints a table on stdout, progress on stderr, and writes
- * test/bench/results/latest.json. Loopback only, bounded in time, kills its children on any exit.
+ * test/bench/results/latest.json. A target is started on first use and stopped after the last group
+ * that uses it. Loopback only, bounded in time, kills its children on any exit.
  */
 import { fileURLToPath } from "node:url"
 import { parseArgs } from "node:util"
 import { installCleanup, killAll } from "./Children.ts"
 import { type ColdStartResult, measureColdStart } from "./ColdStart.ts"
-import { runLoad } from "./Load.ts"
+import { onGeneratorCpu } from "./Cpu.ts"
+import { selectGenerator } from "./Generator.ts"
 import { nowMs } from "./Ready.ts"
 import {
   type BenchReport,
@@ -16,27 +18,36 @@ import {
   machineInfo,
   ratiosOf,
   type SequenceGroupReport,
+  type StreamGroupReport,
+  type StreamRow,
   writeJson
 } from "./Report.ts"
 import {
   findTarget,
   loadGroups,
+  type RequestShape,
   type RunningTarget,
   type SequenceGroup,
+  type StreamGroup,
   sequenceGroups,
+  streamGroups,
   TargetUnavailable
 } from "./Scenarios.ts"
 import { runSequence } from "./Sequential.ts"
+import { measureFirstByte, measureUpload } from "./Stream.ts"
 
-const usage = `usage: node test/bench/run.ts [--duration <s>] [--warmup <s>] [--seed <n>] [--quick] [--max-time <s>]
-  --duration  measured seconds per load row (default 5, at most 60)
-  --warmup    warm-up seconds before each load row (default 1)
-  --seed      rows a seeding target creates, e.g. connections for the list latency (default 10000)
-  --quick     smoke run: 1 s per row after a 0.5 s warm-up; seed 1000; 50 requests per
-              sequence row after 10 warm-up
-  --max-time  hard cap on the whole run; then everything is killed, exit 124
-              (default max(300, 120 + 2 x rows x (duration + warmup) + 60 + seed / 25 per
-              sequence group))`
+const usage = `usage: node test/bench/run.ts [--duration <s>] [--warmup <s>] [--seed <n>] [--quick]
+                              [--generator auto|wrk|undici] [--max-time <s>]
+  --duration   measured seconds per load row (default 5, at most 60; wrk rounds up to whole seconds)
+  --warmup     warm-up seconds before each load row (default 1)
+  --seed       rows a seeding target creates, e.g. connections for the list latency (default 10000)
+  --quick      smoke run: 1 s per row after a 0.5 s warm-up; 1 upload and 10 SSE samples per
+               stream row; seed 1000; 50 requests per sequence row after 10 warm-up
+  --generator  load generator of the load rows: wrk when installed (auto, the default), or the
+               in-process undici one
+  --max-time   hard cap on the whole run; then everything is killed, exit 124
+               (default max(300, 120 + 2 x rows x (duration + warmup) + per stream target
+               (20 s per upload + 0.5 s per SSE sample) + 60 + seed / 25 per sequence group))`
 
 const { values } = parseArgs({
   options: {
@@ -44,6 +55,7 @@ const { values } = parseArgs({
     warmup: { type: "string" },
     seed: { type: "string" },
     quick: { type: "boolean", default: false },
+    generator: { type: "string", default: "auto" },
     "max-time": { type: "string" },
     help: { type: "boolean", default: false }
   }
@@ -52,25 +64,35 @@ if (values.help) {
   process.stdout.write(`${usage}\n`)
   process.exit(0)
 }
+const fail = (message: string): never => {
+  process.stderr.write(`bench: ${message}\n${usage}\n`)
+  process.exit(2)
+}
 
 const seconds = (raw: string | undefined, fallback: number, max: number): number => {
   if (raw === undefined) return fallback
   const value = Number(raw)
-  if (!Number.isFinite(value) || value <= 0 || value > max) {
-    process.stderr.write(`bench: expected a number of seconds in (0, ${max}], got "${raw}"\n${usage}\n`)
-    process.exit(2)
-  }
+  if (!Number.isFinite(value) || value <= 0 || value > max)
+    fail(`expected a number of seconds in (0, ${max}], got "${raw}"`)
   return value
 }
-const durationS = seconds(values.duration, values.quick ? 1 : 5, 60)
-const warmupS = seconds(values.warmup, values.quick ? 0.5 : 1, 10)
+const wanted = values.generator
+if (wanted !== "auto" && wanted !== "wrk" && wanted !== "undici") fail(`unknown --generator "${wanted}"`)
+const generator = (() => {
+  try {
+    return selectGenerator(wanted as "auto" | "wrk" | "undici")
+  } catch (error) {
+    return fail(error instanceof Error ? error.message : String(error))
+  }
+})()
+const durationS = generator.seconds(seconds(values.duration, values.quick ? 1 : 5, 60))
+const warmupS = generator.seconds(seconds(values.warmup, values.quick ? 0.5 : 1, 10))
 
 const seedCount = ((raw: string | undefined) => {
   if (raw === undefined) return values.quick ? 1_000 : 10_000
   const value = Number(raw)
   if (!Number.isInteger(value) || value < 100 || value > 100_000) {
-    process.stderr.write(`bench: expected --seed to be an integer in [100, 100000], got "${raw}"\n${usage}\n`)
-    process.exit(2)
+    fail(`expected --seed to be an integer in [100, 100000], got "${raw}"`)
   }
   return value
 })(values.seed)
@@ -78,10 +100,18 @@ const sequenceCounts = (group: SequenceGroup) =>
   values.quick
     ? { warmup: Math.min(group.warmup, 10), requests: Math.min(group.requests, 50) }
     : { warmup: group.warmup, requests: group.requests }
+const streamCounts = (group: StreamGroup) =>
+  values.quick
+    ? { runs: 1, warmup: Math.min(group.sse.warmup, 2), samples: Math.min(group.sse.samples, 10) }
+    : { runs: group.upload.runs, warmup: group.sse.warmup, samples: group.sse.samples }
 
 const rowCount = loadGroups.reduce((n, g) => n + g.targets.length * g.connections.length, 0)
+const streamBudgetS = streamGroups.reduce((sum, g) => {
+  const c = streamCounts(g)
+  return sum + g.targets.length * (20 * (c.runs + 1) + 0.5 * (c.warmup + c.samples))
+}, 0)
 const sequenceBudgetS = sequenceGroups.length * (60 + seedCount / 25)
-const defaultCapS = Math.max(300, 120 + 2 * rowCount * (durationS + warmupS) + sequenceBudgetS)
+const defaultCapS = Math.max(300, 120 + 2 * rowCount * (durationS + warmupS) + streamBudgetS + sequenceBudgetS)
 const hardCapMs = seconds(values["max-time"], defaultCapS, 3600) * 1000
 const resultsFile = fileURLToPath(new URL("./results/latest.json", import.meta.url))
 
@@ -90,54 +120,83 @@ const progress = (message: string) =>
   process.stderr.write(`[${((nowMs() - t0) / 1000).toFixed(1).padStart(6)} s] ${message}\n`)
 const describe = (error: unknown) => (error instanceof Error ? error.message : String(error))
 
-/** Starts a target; a string is why it cannot be measured (`failed: …` when it broke). */
-const startTarget = (id: string): Promise<RunningTarget | string> => {
+/** Every group in run order, as the target ids it uses: targets live from first to last use. */
+const phases: ReadonlyArray<ReadonlyArray<string>> = [
+  ...loadGroups.map((g) => g.targets),
+  ...streamGroups.map((g) => g.targets),
+  ...sequenceGroups.map((g) => [g.target])
+]
+const lastUse = new Map<string, number>()
+phases.forEach((ids, index) => {
+  for (const id of ids) lastUse.set(id, index)
+})
+/** Started targets; a string is why it cannot be measured (`failed: …` when it broke). */
+const running = new Map<string, RunningTarget | string>()
+
+const ensure = async (id: string): Promise<RunningTarget | string> => {
+  const known = running.get(id)
+  if (known !== undefined) return known
   progress(`starting ${findTarget(id).label}`)
-  return findTarget(id)
+  const started = await findTarget(id)
     .start({ progress, seedCount })
     .catch((error: unknown) => (error instanceof TargetUnavailable ? "" : "failed: ") + describe(error))
+  running.set(id, started)
+  return started
 }
+
+const stopTarget = async (id: string) => {
+  const started = running.get(id)
+  running.delete(id)
+  if (started !== undefined && typeof started !== "string") {
+    await started.stop().catch((error: unknown) => progress(`stopping ${id}: ${describe(error)}`))
+  }
+}
+
+/** Stops the targets no later group uses. */
+const endPhase = async (index: number) => {
+  for (const [id, last] of lastUse) if (last === index) await stopTarget(id)
+}
+
+const routed = (target: RunningTarget, request: RequestShape): RequestShape =>
+  (target.route ?? ((r: RequestShape) => r))({ ...request, headers: { ...request.headers, ...target.headers } })
 
 const measureGroups = async (): Promise<Array<LoadRow>> => {
   const rows: Array<LoadRow> = []
-  for (const group of loadGroups) {
-    const running = new Map<string, RunningTarget | string>()
-    const ensure = async (id: string): Promise<RunningTarget | string> => {
-      const known = running.get(id)
-      if (known !== undefined) return known
-      const started = await startTarget(id)
-      running.set(id, started)
-      return started
-    }
-    try {
-      for (const connections of group.connections) {
-        for (const id of group.targets) {
-          const target = findTarget(id)
-          const base = { group: group.id, groupTitle: group.title, target: id, label: target.label, path: group.path }
-          const row = { ...base, connections, baseline: group.baseline }
-          const started = await ensure(id)
-          if (typeof started === "string") {
-            progress(`${group.title} ${target.label} c=${connections}: skipped (${started})`)
-            rows.push({ ...row, skipped: started })
-            continue
-          }
-          progress(`${group.title} ${target.label} c=${connections}: ${warmupS} s warm-up + ${durationS} s`)
-          const result = await runLoad({
-            url: `${started.origin}${group.path}`,
-            connections,
-            durationMs: durationS * 1000,
-            warmupMs: warmupS * 1000,
-            method: group.method,
-            headers: { ...group.headers, ...started.headers },
-            ...(group.body === undefined ? {} : { body: group.body })
-          })
-          progress(`  ${result.rps.toFixed(0)} req/s, p50 ${result.p50Ms.toFixed(3)} ms, ${result.errors} errors`)
-          rows.push({ ...row, result })
+  for (const [index, group] of loadGroups.entries()) {
+    for (const connections of group.connections) {
+      for (const id of group.targets) {
+        const target = findTarget(id)
+        const base = { group: group.id, groupTitle: group.title, target: id, label: target.label, path: group.path }
+        const row = { ...base, connections, baseline: group.baseline }
+        const started = await ensure(id)
+        if (typeof started === "string") {
+          progress(`${group.title} ${target.label} c=${connections}: skipped (${started})`)
+          rows.push({ ...row, skipped: started })
+          continue
         }
+        progress(
+          `${group.title} ${target.label} c=${connections}: ${warmupS} s warm-up + ${durationS} s (${generator.tool})`
+        )
+        const request = routed(started, {
+          method: group.method,
+          path: group.path,
+          headers: group.headers ?? {},
+          ...(group.body === undefined ? {} : { body: group.body })
+        })
+        const result = await generator.run({
+          url: `${started.origin}${request.path}`,
+          connections,
+          durationMs: durationS * 1000,
+          warmupMs: warmupS * 1000,
+          method: request.method,
+          headers: request.headers,
+          ...(request.body === undefined ? {} : { body: request.body })
+        })
+        progress(`  ${result.rps.toFixed(0)} req/s, p50 ${result.p50Ms.toFixed(3)} ms, ${result.errors} errors`)
+        rows.push({ ...row, result })
       }
-    } finally {
-      for (const started of running.values()) if (typeof started !== "string") await started.stop()
     }
+    await endPhase(index)
   }
   return rows.map((row) => {
     const base = rows.find(
@@ -149,20 +208,79 @@ const measureGroups = async (): Promise<Array<LoadRow>> => {
   })
 }
 
+const measureStreams = async (): Promise<Array<StreamGroupReport>> => {
+  const reports: Array<StreamGroupReport> = []
+  for (const [index, group] of streamGroups.entries()) {
+    const counts = streamCounts(group)
+    const rows: Array<StreamRow> = []
+    for (const id of group.targets) {
+      const target = findTarget(id)
+      const head = { target: id, label: target.label }
+      const started = await ensure(id)
+      if (typeof started === "string") {
+        progress(`${group.title} ${target.label}: skipped (${started})`)
+        rows.push({ ...head, skipped: started })
+        continue
+      }
+      const mb = (group.upload.bytes / 1e6).toFixed(0)
+      progress(`${group.title} ${target.label}: ${counts.runs} x POST ${mb} MB, then ${counts.samples} SSE streams`)
+      const upload = await onGeneratorCpu(() =>
+        measureUpload(
+          started.origin,
+          routed(started, { method: "POST", path: group.upload.path, headers: {} }),
+          group.upload.bytes,
+          counts.runs
+        )
+      )
+      const sse = await onGeneratorCpu(() =>
+        measureFirstByte(started.origin, routed(started, { method: "GET", path: group.sse.path, headers: {} }), {
+          warmup: counts.warmup,
+          samples: counts.samples,
+          events: group.sse.events
+        })
+      )
+      progress(`  ${upload.mbPerS.toFixed(0)} MB/s, SSE first event p50 ${sse.p50Ms.toFixed(3)} ms`)
+      rows.push({ ...head, upload, sse })
+    }
+    const base = rows.find((row) => row.target === group.baseline)
+    const ratio = (value: number, of: number | undefined) => (of === undefined || of === 0 ? 0 : value / of)
+    reports.push({
+      group: group.id,
+      title: group.title,
+      baseline: group.baseline,
+      uploadBytes: group.upload.bytes,
+      uploadRuns: counts.runs,
+      sseWarmup: counts.warmup,
+      sseSamples: counts.samples,
+      rows: rows.map((row) =>
+        row.upload === undefined || row.sse === undefined || base?.upload === undefined || row === base
+          ? row
+          : {
+              ...row,
+              ratios: {
+                mbPerS: ratio(row.upload.mbPerS, base.upload.mbPerS),
+                firstEventP50: ratio(row.sse.p50Ms, base.sse?.p50Ms)
+              }
+            }
+      )
+    })
+    await endPhase(loadGroups.length + index)
+  }
+  return reports
+}
+
 const measureSequences = async (): Promise<Array<SequenceGroupReport>> => {
   const reports: Array<SequenceGroupReport> = []
-  for (const group of sequenceGroups) {
+  for (const [index, group] of sequenceGroups.entries()) {
     const target = findTarget(group.target)
     const counts = sequenceCounts(group)
     const head = { group: group.id, title: group.title, target: target.id, targetLabel: target.label, ...counts }
     const rows = group.queries.map((query) => ({ label: query.label, path: query.path }))
-    const started = await startTarget(group.target)
+    const started = await ensure(group.target)
     if (typeof started === "string") {
       progress(`${group.title}: skipped (${started})`)
       reports.push({ ...head, skipped: started, rows })
-      continue
-    }
-    try {
+    } else {
       const measured = []
       for (const query of group.queries) {
         progress(`${query.label}: ${counts.warmup} warm-up + ${counts.requests} sequential requests`)
@@ -176,9 +294,8 @@ const measureSequences = async (): Promise<Array<SequenceGroupReport>> => {
         measured.push({ label: query.label, path: query.path, result })
       }
       reports.push({ ...head, ...(started.seed === undefined ? {} : { seed: started.seed }), rows: measured })
-    } finally {
-      await started.stop()
     }
+    await endPhase(loadGroups.length + streamGroups.length + index)
   }
   return reports
 }
@@ -187,8 +304,10 @@ const main = async (): Promise<number> => {
   const startedAt = new Date().toISOString()
   progress(
     `bench: ${rowCount} load rows, ${durationS} s each after ${warmupS} s warm-up; ` +
-      `${sequenceGroups.length} sequence group(s), seed ${seedCount}; hard cap ${hardCapMs / 1000} s`
+      `${streamGroups.length} stream group(s); ${sequenceGroups.length} sequence group(s), seed ${seedCount}; ` +
+      `hard cap ${hardCapMs / 1000} s`
   )
+  progress(`load generator: ${generator.description}`)
   let coldStart: ColdStartResult | undefined
   let coldStartError: string | undefined
   progress("start-up: svc serve in a fresh dir, then a restart on the same dir")
@@ -199,26 +318,35 @@ const main = async (): Promise<number> => {
     coldStartError = describe(error)
     progress(`  failed: ${coldStartError}`)
   }
-  const load = await measureGroups()
-  const sequences = await measureSequences()
-  const report: BenchReport = {
-    version: 1,
-    startedAt,
-    finishedAt: new Date().toISOString(),
-    machine: machineInfo(),
-    options: { durationS, warmupS, seedCount },
-    ...(coldStart === undefined ? {} : { coldStart }),
-    ...(coldStartError === undefined ? {} : { coldStartError }),
-    load,
-    sequences
+  try {
+    const load = await measureGroups()
+    const streams = await measureStreams()
+    const sequences = await measureSequences()
+    const report: BenchReport = {
+      version: 1,
+      startedAt,
+      finishedAt: new Date().toISOString(),
+      machine: machineInfo(),
+      options: { durationS, warmupS, seedCount, generator: generator.description },
+      ...(coldStart === undefined ? {} : { coldStart }),
+      ...(coldStartError === undefined ? {} : { coldStartError }),
+      load,
+      streams,
+      sequences
+    }
+    process.stdout.write(formatTable(report))
+    await writeJson(resultsFile, report)
+    progress(`done; wrote ${resultsFile}`)
+    const broke = (skipped: string | undefined) => skipped?.startsWith("failed: ") === true
+    const failed =
+      coldStartError !== undefined ||
+      load.some((row) => broke(row.skipped)) ||
+      streams.some((g) => g.rows.some((row) => broke(row.skipped))) ||
+      sequences.some((g) => broke(g.skipped))
+    return failed ? 1 : 0
+  } finally {
+    for (const id of [...running.keys()]) await stopTarget(id)
   }
-  process.stdout.write(formatTable(report))
-  await writeJson(resultsFile, report)
-  progress(`done; wrote ${resultsFile}`)
-  const broke = (skipped: string | undefined) => skipped?.startsWith("failed: ") === true
-  const failed =
-    coldStartError !== undefined || load.some((row) => broke(row.skipped)) || sequences.some((g) => broke(g.skipped))
-  return failed ? 1 : 0
 }
 
 const disarm = installCleanup(hardCapMs)

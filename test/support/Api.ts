@@ -95,6 +95,11 @@ export interface CallOptions {
   readonly service?: "api" | "admin-api"
 }
 
+/** Options of `launch`: extra environment (configuration overrides such as `SVC__outbound__allow_private_networks`). */
+export interface LaunchOptions {
+  readonly env?: Readonly<Record<string, string>>
+}
+
 /** A running svc with its call helpers. */
 export interface Svc {
   readonly ports: Ports
@@ -103,6 +108,13 @@ export interface Svc {
   readonly call: <T = ErrorBody>(method: string, urlPath: string, options?: CallOptions) => Promise<Reply<T>>
   readonly sign: (externalId: string, claims?: Record<string, unknown>) => Promise<string>
   readonly stop: () => Promise<void>
+  /**
+   * Stops gracefully and starts again on the same data directory; answers the stopped process's
+   * output (`output` then shows the new process).
+   */
+  readonly restart?: () => Promise<string>
+  /** The process id of an embedded-default process. */
+  readonly pid?: () => number | undefined
   /** The working directory of an embedded-default process (its data dir is `<dir>/.svc`). */
   readonly dir?: string
 }
@@ -157,13 +169,21 @@ export const eventually = async <T>(
 }
 
 /** Starts `svc serve` (embedded default) in a fresh temp dir and waits until the api answers. */
-export const launch = async (prefix: string): Promise<Svc> => {
+export const launch = async (prefix: string, options: LaunchOptions = {}): Promise<Svc> => {
   const dir = await tempDir(prefix)
   const ports = await freePorts()
-  const running: RunningSvc = startSvc(["serve"], { cwd: dir, env: portEnv(ports) })
+  const env = { ...portEnv(ports), ...options.env }
+  let running: RunningSvc = startSvc(["serve"], { cwd: dir, env })
   const stop = async () => {
     await running.stop()
     await fs.rm(dir, { recursive: true, force: true })
+  }
+  const restart = async () => {
+    await running.stop()
+    const previous = running.output()
+    running = startSvc(["serve"], { cwd: dir, env })
+    await waitForHttp(`http://127.0.0.1:${ports.api}/ping`, running, 80_000)
+    return previous
   }
   const ready = async () => {
     await waitForHttp(`http://127.0.0.1:${ports.api}/ping`, running, 80_000)
@@ -191,7 +211,8 @@ export const launch = async (prefix: string): Promise<Svc> => {
       .setJti(randomUUID())
       .sign(key)
 
-  return { ports, adminToken, output: running.output, call, sign, stop, dir }
+  const pid = () => running.child.pid
+  return { ports, adminToken, output: () => running.output(), call, sign, stop, restart, dir, pid }
 }
 
 /** Asserts the status (showing the body on failure) and returns the body. */

@@ -28,7 +28,14 @@ import { Credentials } from "./connections/Credentials.ts"
 import * as ProbeScheduler from "./connections/ProbeScheduler.ts"
 import { Probes } from "./connections/Probes.ts"
 import * as Servers from "./http/Servers.ts"
+import { RequestEventSink } from "./events/RequestEventBuffer.ts"
+import { Recordings } from "./events/Recordings.ts"
+import { DataPlane } from "./proxy/DataPlane.ts"
 import { Outbound } from "./proxy/Outbound.ts"
+import { ProxyEvents } from "./proxy/ProxyEvents.ts"
+import { ProxyTargets } from "./proxy/ProxyTargets.ts"
+import { ConnectionChanges } from "./services/ConnectionChanges.ts"
+import { RequestEvents, requestEventRepoLayer } from "./services/RequestEvents.ts"
 import { ConnectorDefinitions } from "./services/ConnectorDefinitions.ts"
 import { ActorDirectory } from "./services/ActorDirectory.ts"
 import { Actors } from "./services/Actors.ts"
@@ -165,6 +172,9 @@ const connectionSupport = Layer.mergeAll(ConnectionSecrets.layer, Credentials.la
   Layer.provideMerge(Layer.mergeAll(ConnectorDefinitions.layer, Outbound.layer))
 )
 
+/** The proxy data plane: cached targets, the per-connection gate, events and recordings. */
+const dataPlane = DataPlane.layer.pipe(Layer.provide(Layer.mergeAll(ProxyTargets.layer, ProxyEvents.layer())))
+
 /** The resource-model services behind the api and admin-api handlers. */
 const resourceServices = Layer.mergeAll(
   Namespaces.layer,
@@ -175,10 +185,13 @@ const resourceServices = Layer.mergeAll(
   RateLimits.layer,
   Search.layer,
   Probes.layer,
-  Notifications.layer
+  Notifications.layer,
+  RequestEvents.layer,
+  dataPlane
 ).pipe(
   (services) => Metadata.layer.pipe(Layer.provideMerge(services)),
-  Layer.provideMerge(Layer.mergeAll(ResourceOps.layer, Listing.layer, connectionSupport, DefinitionValidator.layer))
+  Layer.provideMerge(Layer.mergeAll(ResourceOps.layer, Listing.layer, connectionSupport, DefinitionValidator.layer)),
+  Layer.provideMerge(ConnectionChanges.layer)
 )
 
 const healthLayer = (config: ResolvedConfig) =>
@@ -229,7 +242,8 @@ export const serve = Effect.fn("Serve.serve")(function* (
     ConnectionRepo.layer,
     ProbeStateRepo.layer,
     DataKeyRepo.layer,
-    NotificationRepo.layer
+    NotificationRepo.layer,
+    requestEventRepoLayer
   )
   // One directory: the authenticator reads it, actor writes invalidate it.
   const directory = ActorDirectory.layer
@@ -240,7 +254,15 @@ export const serve = Effect.fn("Serve.serve")(function* (
   // One instance of the services (and their caches) for the handlers and the worker.
   // One Encryption (one cache, invalidated by key writes) for the handlers and the worker.
   const encryption = Encryption.layer(config.encryption.rootKey)
-  const handlerServices = resourceServices.pipe(Layer.provide([directory, encryption]))
+  // One sink (one buffer, flushed when the servers have stopped) and, with full recording, one
+  // recorder for every handler.
+  const requestEvents = Layer.mergeAll(
+    RequestEventSink.layer(),
+    config.appMetrics.fullRequestRecording === "always"
+      ? Recordings.layer().pipe(Layer.provide(encryption))
+      : Layer.empty
+  )
+  const handlerServices = resourceServices.pipe(Layer.provide([directory, encryption, requestEvents]))
   const cluster = services.includes("worker")
     ? Layer.mergeAll(
         LabelPropagationLive.layer({

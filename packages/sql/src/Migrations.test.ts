@@ -38,7 +38,10 @@ for (const [backend, db] of TestDatabase.backends) {
           [3, "secrets_and_probes"],
           [4, "notifications"]
         ])
-        assert.deepStrictEqual(yield* Migrations.migrateAppMetrics, [[1, "request_events"]])
+        assert.deepStrictEqual(yield* Migrations.migrateAppMetrics, [
+          [1, "request_events"],
+          [2, "request_event_indexes"]
+        ])
         assert.deepStrictEqual(yield* Migrations.migrateMain, [])
         assert.deepStrictEqual(yield* Migrations.migrateAppMetrics, [])
 
@@ -51,7 +54,8 @@ for (const [backend, db] of TestDatabase.backends) {
           { migration_id: 4, name: "notifications" }
         ])
         assert.deepStrictEqual(yield* history("app_metrics_schema_migrations"), [
-          { migration_id: 1, name: "request_events" }
+          { migration_id: 1, name: "request_events" },
+          { migration_id: 2, name: "request_event_indexes" }
         ])
 
         const tables = yield* sql<{ tableName: string }>`
@@ -131,8 +135,10 @@ for (const [backend, db] of TestDatabase.backends) {
             "rate_limits_labels_gin",
             "rate_limits_namespace_name_live",
             "request_events_connection_timestamp_idx",
+            "request_events_connector_timestamp_idx",
             "request_events_labels_gin",
-            "request_events_timestamp_idx"
+            "request_events_namespace_timestamp_idx",
+            "request_events_timestamp_id_idx"
           ]
         )
         const def = (name: string) => indexes.find((i) => i.indexname === name)?.indexdef ?? ""
@@ -144,6 +150,11 @@ for (const [backend, db] of TestDatabase.backends) {
           /UNIQUE INDEX .* \(connection_id, key\) WHERE \(resolved_at IS NULL\)/
         )
         assert.match(def("request_events_connection_timestamp_idx"), /\(connection_id, "?timestamp"?\)/)
+        assert.match(def("request_events_timestamp_id_idx"), /\("?timestamp"? DESC, id DESC\)/)
+        assert.match(
+          def("request_events_namespace_timestamp_idx"),
+          /\(namespace text_pattern_ops, "?timestamp"? DESC\)/
+        )
       })
     )
   })

@@ -11,6 +11,7 @@ import main0002 from "./migrations/main/0002_resources.ts"
 import main0003 from "./migrations/main/0003_secrets_and_probes.ts"
 import main0004 from "./migrations/main/0004_notifications.ts"
 import metrics0001 from "./migrations/metrics/0001_request_events.ts"
+import metrics0002 from "./migrations/metrics/0002_request_event_indexes.ts"
 
 /** Migrations table of the main database. */
 export const mainTable = "schema_migrations"
@@ -27,7 +28,8 @@ export const mainLoader: Migrator.Loader = Migrator.fromRecord({
 
 /** App-metrics migrations, keyed `<id>_<name>`. */
 export const appMetricsLoader: Migrator.Loader = Migrator.fromRecord({
-  "0001_request_events": metrics0001
+  "0001_request_events": metrics0001,
+  "0002_request_event_indexes": metrics0002
 })
 
 const run = Migrator.make({})

@@ -19,7 +19,9 @@ import {
 import { NamespacesApi } from "./NamespacesApi.ts"
 import { NotificationsApi } from "./NotificationsApi.ts"
 import { ProbesApi } from "./ProbesApi.ts"
+import { ProxyApi } from "./ProxyApi.ts"
 import { RateLimitsApi } from "./RateLimitsApi.ts"
+import { RequestEventsApi } from "./RequestEventsApi.ts"
 import { SearchApi } from "./SearchApi.ts"
 import { SystemApi } from "./SystemApi.ts"
 
@@ -38,9 +40,11 @@ const resourceGroups = [
   ConnectorsApi,
   ConnectionsApi,
   ProbesApi,
+  ProxyApi,
   KeysApi,
   RateLimitsApi,
-  NotificationsApi
+  NotificationsApi,
+  RequestEventsApi
 ] as const
 const metadataGroups = [
   NamespacesMetadataApi,

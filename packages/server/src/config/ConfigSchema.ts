@@ -155,7 +155,8 @@ export const ConfigFile = Schema.Struct({
           bucket: Schema.optionalKey(NonEmpty),
           endpoint: Schema.optionalKey(NonEmpty),
           region: Schema.optionalKey(NonEmpty),
-          prefix: Schema.optionalKey(Schema.String)
+          prefix: Schema.optionalKey(Schema.String),
+          forcePathStyle: Schema.optionalKey(Schema.Boolean)
         })
       )
     })

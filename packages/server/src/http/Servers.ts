@@ -20,6 +20,8 @@ import { AdminApiAuthHttp, ApiAuthHttp } from "./AuthHttp.ts"
 import { AdminApiMetadataHttp, ApiMetadataHttp } from "./MetadataHttp.ts"
 import { AdminApiNotificationsHttp, ApiNotificationsHttp } from "./NotificationsHttp.ts"
 import { AdminApiProbesHttp, ApiProbesHttp } from "./ProbesHttp.ts"
+import { AdminApiProxyHttp, ApiProxyHttp } from "./ProxyHttp.ts"
+import { AdminApiRequestEventsHttp, ApiRequestEventsHttp } from "./RequestEventsHttp.ts"
 import { AdminApiResourcesHttp, ApiResourcesHttp } from "./ResourcesHttp.ts"
 import { AdminApiSearchHttp } from "./SearchHttp.ts"
 import { AuthenticationLive } from "./AuthenticationLive.ts"
@@ -62,9 +64,15 @@ const routes = (service: ServiceId) => {
         HttpApiBuilder.layer(ApiV1, { openapiPath: "/openapi.json" }).pipe(
           Layer.provide([
             ApiSystemHttp,
-            Layer.mergeAll(ApiAuthHttp, ApiResourcesHttp, ApiProbesHttp, ApiNotificationsHttp, ApiMetadataHttp).pipe(
-              Layer.provide(AuthenticationLive)
-            )
+            Layer.mergeAll(
+              ApiAuthHttp,
+              ApiResourcesHttp,
+              ApiProbesHttp,
+              ApiProxyHttp,
+              ApiNotificationsHttp,
+              ApiRequestEventsHttp,
+              ApiMetadataHttp
+            ).pipe(Layer.provide(AuthenticationLive))
           ])
         ),
         SwaggerRoute.layer(swaggerDocuments().api)
@@ -78,7 +86,9 @@ const routes = (service: ServiceId) => {
               AdminApiAuthHttp,
               AdminApiResourcesHttp,
               AdminApiProbesHttp,
+              AdminApiProxyHttp,
               AdminApiNotificationsHttp,
+              AdminApiRequestEventsHttp,
               AdminApiMetadataHttp,
               AdminApiSearchHttp
             ).pipe(Layer.provide(AuthenticationLive))

@@ -8,9 +8,11 @@ import { guardedConnector, type Resolver, systemResolver } from "./GuardedConnec
 import type { OutboundError } from "./OutboundError.ts"
 import { type OutboundPolicy, type OutboundRequest, prepareOutbound } from "./OutboundGuard.ts"
 import { collectResponse, type OutboundResponse, type OutboundTimeouts } from "./ResponseCollector.ts"
+import { type ChunkObserver, type StreamedResponse, streamExchange } from "./StreamingExchange.ts"
 
 export type { OutboundPolicy, OutboundRequest } from "./OutboundGuard.ts"
 export type { OutboundResponse, OutboundTimeouts } from "./ResponseCollector.ts"
+export type { ChunkObserver, StreamedResponse, StreamOutcome } from "./StreamingExchange.ts"
 
 /** What one call of `Outbound.send` is held to. */
 export interface SendOptions {
@@ -40,6 +42,15 @@ export class Outbound extends Context.Service<
   Outbound,
   {
     send(request: OutboundRequest, options: SendOptions): Effect.Effect<OutboundResponse, OutboundError>
+    /**
+     * Like `send`, but the request body may be a stream and the response body streams back
+     * (`maxResponseBytes` does not apply); `onChunk` sees each response chunk.
+     */
+    stream(
+      request: OutboundRequest,
+      options: SendOptions,
+      onChunk?: ChunkObserver
+    ): Effect.Effect<StreamedResponse, OutboundError>
   }
 >()("@svc/server/proxy/Outbound") {
   /** Outbound with explicit agent settings; the agents close with the layer. */
@@ -75,7 +86,13 @@ export class Outbound extends Context.Service<
           const agent = prepared.allowPrivateNetworks ? withPrivate : publicOnly
           return yield* collectResponse(agent, prepared, sendOptions.timeouts, sendOptions.maxResponseBytes)
         })
-        return Outbound.of({ send })
+        const stream = (request: OutboundRequest, sendOptions: SendOptions, onChunk?: ChunkObserver) => {
+          const prepared = prepareOutbound(request, sendOptions.policy)
+          if (!("dispatch" in prepared)) return Effect.fail(prepared)
+          const agent = prepared.allowPrivateNetworks ? withPrivate : publicOnly
+          return streamExchange(agent, prepared, sendOptions.timeouts, onChunk)
+        }
+        return Outbound.of({ send, stream })
       })
     )
   }

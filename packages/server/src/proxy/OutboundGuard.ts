@@ -4,6 +4,7 @@
  * `Outbound.send` and the streaming data plane, so both refuse exactly the same requests.
  */
 import { isIP } from "node:net"
+import type { Readable } from "node:stream"
 import type { Dispatcher } from "undici"
 import { stripHopByHop } from "./HopByHop.ts"
 import { hostAllowed } from "@svc/domain/ConnectorProxy"
@@ -21,7 +22,10 @@ export interface OutboundRequest {
   readonly method: string
   readonly url: URL
   readonly headers: Readonly<Record<string, string>>
-  readonly body?: Uint8Array | string
+  /** A buffered body, or a stream (the streaming data plane) sent as it arrives. */
+  readonly body?: Uint8Array | string | Readable
+  /** The declared length of a streamed body; absent sends it chunked. */
+  readonly contentLength?: number
 }
 
 /** A request that passed the guard, ready for the agent of its address policy. */
@@ -72,6 +76,7 @@ export const prepareOutbound = (request: OutboundRequest, policy: OutboundPolicy
     if (computedHeaders.has(name.toLowerCase())) continue
     headers[name] = value
   }
+  if (request.contentLength !== undefined) headers["content-length"] = String(request.contentLength)
   return {
     allowPrivateNetworks: policy.allowPrivateNetworks,
     target,

@@ -21,6 +21,7 @@ import { jsonb, ResourceRepo } from "@svc/sql/ResourceRepo"
 import type { NameTaken } from "@svc/sql/ResourceSql"
 import { Context, DateTime, Effect, Layer, Option } from "effect"
 import type { SqlError } from "effect/sql/SqlError"
+import { ConnectionChanges } from "./ConnectionChanges.ts"
 import * as Kinds from "./ResourceKinds.ts"
 import type { EnvelopeRow, Kind, KindInfo } from "./ResourceKinds.ts"
 
@@ -113,6 +114,12 @@ export class ResourceOps extends Context.Service<
     ResourceOps,
     Effect.gen(function* () {
       const repo = yield* ResourceRepo
+      // Optional: processes without the proxy's caches have nothing to invalidate.
+      const changes = yield* Effect.serviceOption(ConnectionChanges)
+      const written = (kind: KindInfo, id: string) =>
+        Effect.sync(() => {
+          if (kind.type === "connections" && Option.isSome(changes)) changes.value.changed(id)
+        })
 
       const allowed = (actor: AuthenticatedActor, kind: KindInfo, verb: string, namespace: string, id?: string) =>
         isAllowed({
@@ -315,6 +322,7 @@ export class ResourceOps extends Context.Service<
               })
             )
           )
+          yield* written(k, id)
           if (Option.isNone(updated)) return yield* notFound(k, id)
           return updated.value
         }).pipe(Effect.withSpan("ResourceOps.update", { attributes: { type: kind.type } }))
@@ -327,7 +335,7 @@ export class ResourceOps extends Context.Service<
       ) =>
         Effect.gen(function* () {
           const now = yield* nowDate
-          return yield* orDie(
+          const removed = yield* orDie(
             repo.withTransaction(
               Effect.gen(function* () {
                 const row = yield* lock(actor, kind, id, "delete", check)
@@ -336,6 +344,8 @@ export class ResourceOps extends Context.Service<
               })
             )
           )
+          yield* written(kind, id)
+          return removed
         }).pipe(Effect.withSpan("ResourceOps.remove", { attributes: { type: kind.type } }))
 
       return ResourceOps.of({

@@ -1,0 +1,160 @@
+/**
+ * What a proxied request leaves behind (spec 2.12, 6.1; ARCHITECTURE "request path" step 7):
+ * one request event with the frozen label snapshot, and with full recording `always` the
+ * redacted, encrypted request and response. Both are written after the caller has its answer,
+ * off the request's fiber; neither can fail the request.
+ */
+import type { StoredCredentials } from "@svc/domain/ConnectorAuth"
+import { makeId } from "@svc/domain/Ids"
+import { type RequestEvent, eventHost, eventPath } from "@svc/domain/RequestEvent"
+import { Context, Effect, Layer, Option } from "effect"
+import { SvcConfig } from "../config/SvcConfig.ts"
+import { BodyCapture, type CapturedBody } from "../events/BodyCapture.ts"
+import { RequestEventSink } from "../events/RequestEventBuffer.ts"
+import { type RecordedHeaders, Recordings } from "../events/Recordings.ts"
+import type { ProxyTarget } from "./ProxyTargets.ts"
+
+/** The request side of one proxied exchange, fixed when it starts. */
+export interface ExchangeStart {
+  readonly id: string
+  readonly startedAt: number
+  readonly target: ProxyTarget
+  readonly actorId: string
+  readonly method: string
+  readonly url: URL
+  readonly labels: Readonly<Record<string, string>>
+}
+
+/** How the exchange ended. */
+export interface ExchangeEnd {
+  /** The upstream status; undefined when no answer arrived. */
+  readonly status: number | undefined
+  readonly durationMs: number
+  /** Present only when recording: what was seen of both legs (the request as the caller sent it). */
+  readonly recording?: {
+    readonly requestHeaders: RecordedHeaders
+    readonly requestBody: CapturedBody
+    readonly responseHeaders?: RecordedHeaders | undefined
+    readonly responseBody?: CapturedBody | undefined
+    readonly error?: string | undefined
+  }
+}
+
+/** The secret values of stored credentials: recordings replace any occurrence (defence in depth). */
+export const credentialSecrets = (credentials: StoredCredentials | undefined): ReadonlyArray<string> => {
+  if (credentials === undefined) return []
+  switch (credentials.kind) {
+    case "api_key":
+      return [credentials.api_key]
+    case "basic":
+      return [credentials.password, Buffer.from(`${credentials.username}:${credentials.password}`).toString("base64")]
+    case "oauth2_client_credentials":
+      return [
+        credentials.token.access_token,
+        ...(credentials.client_secret === undefined ? [] : [credentials.client_secret])
+      ]
+    case "oauth2_authorization_code":
+      return [
+        credentials.token.access_token,
+        ...(credentials.token.refresh_token === undefined ? [] : [credentials.token.refresh_token])
+      ]
+  }
+}
+
+/** A capture of an already buffered body. */
+export const capturedBytes = (bytes: Uint8Array | undefined, cap: number): CapturedBody => {
+  const capture = new BodyCapture(cap)
+  if (bytes !== undefined && bytes.byteLength > 0) capture.push(bytes)
+  return capture.result()
+}
+
+export class ProxyEvents extends Context.Service<
+  ProxyEvents,
+  {
+    /** True when full recording is `always` (capture the bodies). */
+    readonly recording: boolean
+    /** The per-body recording cap in bytes. */
+    readonly recordingCap: number
+    /** Opens an exchange: its event id and start time. */
+    readonly start: (fields: Omit<ExchangeStart, "id" | "startedAt">) => ExchangeStart
+    /** Records the event (and the recording) without blocking the caller. */
+    readonly finish: (start: ExchangeStart, end: ExchangeEnd) => void
+  }
+>()("@svc/server/ProxyEvents") {
+  static readonly layer = (options?: { readonly recordingCap?: number }) =>
+    Layer.effect(
+      ProxyEvents,
+      Effect.gen(function* () {
+        const config = yield* SvcConfig
+        const sink = yield* RequestEventSink
+        const recordings = yield* Effect.serviceOption(Recordings)
+        const recording = config.appMetrics.fullRequestRecording === "always" && Option.isSome(recordings)
+        const recordingCap = options?.recordingCap ?? 1024 * 1024
+        const context = yield* Effect.context<never>()
+
+        const event = (start: ExchangeStart, end: ExchangeEnd, recorded: boolean): RequestEvent => {
+          const { row } = start.target
+          return {
+            id: start.id,
+            timestamp: new Date(start.startedAt).toISOString(),
+            namespace: row.namespace,
+            type: "proxy",
+            method: start.method,
+            host: eventHost(start.url),
+            path: eventPath(start.url),
+            response_status_code: end.status ?? null,
+            response_source: "upstream",
+            connector_id: row.connectorId,
+            connector_version: row.connectorVersion,
+            connection_id: row.id,
+            actor_id: start.actorId,
+            duration_ms: end.durationMs,
+            labels: start.labels,
+            rate_limit_id: null,
+            rate_limit_mode: null,
+            rate_limit_bucket: null,
+            rate_limit_matched: null,
+            full_request_recorded: recorded
+          }
+        }
+
+        const finish = (start: ExchangeStart, end: ExchangeEnd) => {
+          if (!recording || end.recording === undefined || Option.isNone(recordings)) {
+            sink.record(event(start, end, false))
+            return
+          }
+          const seen = end.recording
+          const write = recordings.value.record({
+            eventId: start.id,
+            namespace: start.target.row.namespace,
+            redact: start.target.redact,
+            secrets: credentialSecrets(start.target.credentials),
+            request: {
+              method: start.method,
+              url: start.url.href,
+              headers: seen.requestHeaders,
+              body: seen.requestBody
+            },
+            response:
+              seen.responseHeaders === undefined || end.status === undefined
+                ? undefined
+                : { status: end.status, headers: seen.responseHeaders, body: seen.responseBody ?? { skipped: "none" } },
+            error: seen.error
+          })
+          Effect.runForkWith(context)(
+            write.pipe(
+              Effect.catchCause(() => Effect.succeed(false)),
+              Effect.tap((recorded) => Effect.sync(() => sink.record(event(start, end, recorded))))
+            )
+          )
+        }
+
+        return ProxyEvents.of({
+          recording,
+          recordingCap,
+          start: (fields) => ({ ...fields, id: makeId("req"), startedAt: Date.now() }),
+          finish
+        })
+      })
+    )
+}

@@ -1,0 +1,147 @@
+/**
+ * What a proxied request needs of its connection, served from an in-process cache so a warm
+ * request runs no SQL (ARCHITECTURE "request path" steps 2 and 6): the row, its connector
+ * version's definition, the decrypted credentials and the outbound options. Entries live 5 s
+ * (another process's write is seen within that), writes in this process evict at once
+ * (`ConnectionChanges`), and a client-credentials token due for renewal is renewed on load.
+ */
+import type { StoredCredentials } from "@svc/domain/ConnectorAuth"
+import type { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
+import { Conflict, Forbidden, NotFound } from "@svc/domain/Errors"
+import type { AuthenticatedActor } from "@svc/domain/http/Security"
+import { ConnectionRepo } from "@svc/sql/ConnectionRepo"
+import type { ConnectionRow } from "@svc/sql/Rows"
+import { Cache, Clock, Context, Duration, Effect, Exit, Layer, Option } from "effect"
+import { SvcConfig } from "../config/SvcConfig.ts"
+import { ConnectionSecrets } from "../connections/ConnectionSecrets.ts"
+import { Credentials } from "../connections/Credentials.ts"
+import { upstreamOptions } from "../connections/OutboundOptions.ts"
+import { ConnectionChanges } from "../services/ConnectionChanges.ts"
+import { ConnectorDefinitions } from "../services/ConnectorDefinitions.ts"
+import * as Kinds from "../services/ResourceKinds.ts"
+import { ResourceOps } from "../services/ResourceOps.ts"
+import { type InjectionPlaces, redactionTargets } from "./CredentialInjection.ts"
+import type { SendOptions } from "./Outbound.ts"
+
+/** A connection ready to carry proxied requests. */
+export interface ProxyTarget {
+  readonly row: ConnectionRow
+  readonly definition: ConnectorDefinition
+  readonly credentials: StoredCredentials | undefined
+  /** Allowed hosts, private-network policy and timeouts of the connector. */
+  readonly send: SendOptions
+  /** Where the auth method puts credentials (what recordings redact). */
+  readonly redact: InjectionPlaces
+}
+
+/** Failures of resolving a proxy target. */
+export type TargetError = NotFound | Forbidden | Conflict
+
+/** How long a resolved target is reused. */
+export const targetTtl = Duration.seconds(5)
+
+export class ProxyTargets extends Context.Service<
+  ProxyTargets,
+  {
+    /** The target of connection `id` if `actor` may proxy through it; 404/403 otherwise, 409 unless configured. */
+    readonly get: (actor: AuthenticatedActor, id: string) => Effect.Effect<ProxyTarget, TargetError>
+    /** Drops the cached entry of connection `id`. */
+    readonly invalidate: (id: string) => Effect.Effect<void>
+  }
+>()("@svc/server/ProxyTargets") {
+  static readonly layer: Layer.Layer<
+    ProxyTargets,
+    never,
+    | ResourceOps
+    | ConnectorDefinitions
+    | ConnectionSecrets
+    | Credentials
+    | ConnectionRepo
+    | ConnectionChanges
+    | SvcConfig
+  > = Layer.effect(
+    ProxyTargets,
+    Effect.gen(function* () {
+      const ops = yield* ResourceOps
+      const definitions = yield* ConnectorDefinitions
+      const secrets = yield* ConnectionSecrets
+      const credentials = yield* Credentials
+      const connections = yield* ConnectionRepo
+      const changes = yield* ConnectionChanges
+      const config = yield* SvcConfig
+      const allowPrivate = config.outbound.allowPrivateNetworks
+
+      /** Stored credentials, a due client-credentials token renewed and stored (compare-and-swap). */
+      const usable = (row: ConnectionRow, definition: ConnectorDefinition) =>
+        Effect.gen(function* () {
+          const stored = yield* secrets.credentials(row)
+          const renewed = yield* credentials.renew(definition, stored).pipe(
+            Effect.catch((error) =>
+              // The old token may still be accepted: keep using it and let the upstream decide.
+              Effect.as(Effect.logWarning(`token renewal for connection ${row.id} failed: ${error.error}`), undefined)
+            )
+          )
+          if (renewed === undefined) return stored
+          const sealed = yield* secrets.sealCredentials(row, renewed)
+          const now = new Date(yield* Clock.currentTimeMillis)
+          yield* Effect.orDie(connections.swapCredentials(row.id, row.credentialsEnc, sealed, now))
+          return renewed
+        })
+
+      const load = (id: string) =>
+        Effect.gen(function* () {
+          const found = yield* ops.find(Kinds.connections, id)
+          if (Option.isNone(found)) return Option.none<ProxyTarget>()
+          const row = found.value
+          const definition = yield* definitions.get(row.connectorId, row.connectorVersion)
+          const target: ProxyTarget = {
+            row,
+            definition,
+            credentials: row.state === "configured" ? yield* usable(row, definition) : undefined,
+            send: upstreamOptions(definition, allowPrivate),
+            redact: redactionTargets(definition.auth)
+          }
+          return Option.some(target)
+        })
+
+      const cache = yield* Cache.makeWith(load, {
+        capacity: 10_000,
+        timeToLive: (exit) => (Exit.isSuccess(exit) ? targetTtl : Duration.zero)
+      })
+      changes.onChange((id) => {
+        // Eviction is synchronous bookkeeping; run it detached from the writer's fiber.
+        Effect.runFork(Cache.invalidate(cache, id))
+      })
+
+      const notFound = (id: string) => new NotFound({ error: `connection ${id} not found`, code: "not_found" })
+
+      const get = (actor: AuthenticatedActor, id: string) =>
+        Effect.flatMap(Cache.get(cache, id), (found): Effect.Effect<ProxyTarget, TargetError> => {
+          if (Option.isNone(found)) return Effect.fail(notFound(id))
+          const target = found.value
+          const namespace = target.row.namespace
+          if (!ops.allowed(actor, Kinds.connections, "proxy", namespace, id)) {
+            const visible =
+              ops.allowed(actor, Kinds.connections, "get", namespace, id) ||
+              ops.allowed(actor, Kinds.connections, "list", namespace, id)
+            return Effect.fail(
+              visible
+                ? new Forbidden({ error: "permission connections:proxy is required", code: "forbidden" })
+                : notFound(id)
+            )
+          }
+          if (target.row.state !== "configured") {
+            return Effect.fail(
+              new Conflict({
+                error: `connection ${id} is ${target.row.state}; only a configured connection carries requests`,
+                code: "connection_not_configured"
+              })
+            )
+          }
+          return Effect.succeed(target)
+        })
+
+      return ProxyTargets.of({ get, invalidate: (id) => Cache.invalidate(cache, id) })
+    })
+  )
+}

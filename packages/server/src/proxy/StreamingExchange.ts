@@ -1,0 +1,154 @@
+/**
+ * Dispatches a prepared request whose bodies stream both ways (`_proxy_raw`, spec 4.2): the
+ * request body is read as the upstream accepts it, the response body is a `Readable` that is
+ * paused when the caller reads slowly (back-pressure reaches the upstream socket) and aborts the
+ * upstream exchange when the caller goes away. Connect and first-byte deadlines are wall-clock
+ * timers; after the headers, the connector's total timeout bounds each silence between chunks
+ * (a stream such as server-sent events may last longer than any single deadline).
+ */
+import { Readable } from "node:stream"
+import { Effect } from "effect"
+import type { Dispatcher } from "undici"
+import { stripHopByHop } from "./HopByHop.ts"
+import { OutboundError, type OutboundErrorReason } from "./OutboundError.ts"
+import type { PreparedOutbound } from "./OutboundGuard.ts"
+import { dispatchFailure, type OutboundTimeouts } from "./ResponseCollector.ts"
+
+/** How a streamed exchange ended, once its body is over. */
+export interface StreamOutcome {
+  /** Bytes of the response body the upstream sent. */
+  readonly bytes: number
+  /** Why the body did not complete (caller gone, upstream reset, silence), when it did not. */
+  readonly error?: string
+}
+
+/** An upstream answer whose body is still streaming. */
+export interface StreamedResponse {
+  readonly status: number
+  readonly headers: Record<string, string | ReadonlyArray<string>>
+  readonly body: Readable
+  /** Settles once the body ended, failed or was abandoned; never rejects. */
+  readonly done: Promise<StreamOutcome>
+}
+
+/** Per-chunk observer of the response body (recording); must be cheap. */
+export type ChunkObserver = (chunk: Uint8Array) => void
+
+const clampMs = (ms: number): number => (Number.isFinite(ms) ? Math.min(Math.max(1, Math.floor(ms)), 2_147_483_647) : 1)
+
+const responseHeaders = (raw: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>) => {
+  const out: Record<string, string | ReadonlyArray<string>> = {}
+  for (const [name, value] of Object.entries(raw)) if (value !== undefined) out[name.toLowerCase()] = value
+  return stripHopByHop(out)
+}
+
+/** Sends `prepared` through `dispatcher`; succeeds with the response head as soon as it arrives. */
+export const streamExchange = (
+  dispatcher: Dispatcher,
+  prepared: PreparedOutbound,
+  timeouts: OutboundTimeouts,
+  onChunk?: ChunkObserver
+): Effect.Effect<StreamedResponse, OutboundError> =>
+  Effect.callback<StreamedResponse, OutboundError>((resume) => {
+    let controller: Dispatcher.DispatchController | undefined
+    let settled = false
+    let started = false
+    let bytes = 0
+    let ended = false
+    let body: Readable | undefined
+    let finish: (outcome: StreamOutcome) => void = () => {}
+    const done = new Promise<StreamOutcome>((resolve) => {
+      finish = resolve
+    })
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const stopTimer = () => {
+      if (timer !== undefined) clearTimeout(timer)
+      timer = undefined
+    }
+    const abort = (why: string) => {
+      if (controller !== undefined && !controller.aborted) controller.abort(new Error(why))
+    }
+    const fail = (reason: OutboundErrorReason, detail: string) => {
+      if (settled) return
+      settled = true
+      stopTimer()
+      resume(Effect.fail(new OutboundError({ reason, target: prepared.target, detail })))
+      finish({ bytes: 0, error: detail })
+    }
+    const arm = (ms: number, detail: string) => {
+      stopTimer()
+      timer = setTimeout(() => {
+        fail("timeout", detail)
+        abort(detail)
+      }, clampMs(ms))
+    }
+    arm(timeouts.connectMs, `no connection within ${timeouts.connectMs} ms`)
+
+    const handler: Dispatcher.DispatchHandler = {
+      onRequestStart(c) {
+        controller = c
+        if (settled) {
+          c.abort(new Error("outbound request abandoned"))
+          return
+        }
+        started = true
+        arm(timeouts.firstByteMs, `no response headers within ${timeouts.firstByteMs} ms`)
+      },
+      onResponseStart(c, statusCode, rawHeaders) {
+        if (settled || statusCode < 200) return
+        settled = true
+        stopTimer()
+        body = new Readable({
+          highWaterMark: 64 * 1024,
+          read: () => {
+            if (c.paused) c.resume()
+          },
+          destroy: (error, callback) => {
+            if (!c.aborted && !ended) {
+              c.abort(error ?? new Error("the caller stopped reading"))
+              finish({ bytes, error: "the caller went away" })
+            }
+            callback(error)
+          }
+        })
+        resume(Effect.succeed({ status: statusCode, headers: responseHeaders(rawHeaders), body, done }))
+      },
+      onResponseData(c, chunk) {
+        if (body === undefined || body.destroyed) return
+        bytes += chunk.byteLength
+        onChunk?.(chunk)
+        if (!body.push(chunk)) c.pause()
+      },
+      onResponseEnd() {
+        ended = true
+        if (body === undefined) return
+        body.push(null)
+        finish({ bytes })
+      },
+      onResponseError(_c, error) {
+        const failure = dispatchFailure(error, started)
+        if (!settled) {
+          fail(failure.reason, failure.detail)
+          return
+        }
+        ended = true
+        finish({ bytes, error: failure.detail })
+        body?.destroy(new Error(failure.detail))
+      }
+    }
+
+    try {
+      dispatcher.dispatch({ ...prepared.dispatch, headersTimeout: 0, bodyTimeout: clampMs(timeouts.totalMs) }, handler)
+    } catch (error) {
+      const failure = dispatchFailure(error, false)
+      fail(failure.reason, failure.detail)
+    }
+    return Effect.sync(() => {
+      if (!settled) {
+        settled = true
+        stopTimer()
+        abort("outbound request abandoned")
+        finish({ bytes: 0, error: "abandoned" })
+      }
+    })
+  })
