@@ -82,7 +82,14 @@ export interface BenchReport {
   readonly version: 1
   readonly startedAt: string
   readonly finishedAt: string
-  readonly machine: { readonly node: string; readonly platform: string; readonly cpus: number; readonly cpu: string }
+  readonly machine: {
+    readonly node: string
+    readonly platform: string
+    readonly cpus: number
+    readonly cpu: string
+    /** 1-minute load average when the run started and when it ended: other work skews the numbers. */
+    readonly loadAverage?: { readonly start: number; readonly end: number }
+  }
   readonly options: {
     readonly durationS: number
     readonly warmupS: number
@@ -262,7 +269,10 @@ const formatStreams = (group: StreamGroupReport): ReadonlyArray<string> => {
 export const formatTable = (report: BenchReport): string => {
   const m = report.machine
   const out: Array<string> = [
-    `svc bench: node ${m.node}, ${m.platform}, ${m.cpus} cpu(s) (${m.cpu})`,
+    `svc bench: node ${m.node}, ${m.platform}, ${m.cpus} cpu(s) (${m.cpu})` +
+      (m.loadAverage === undefined
+        ? ""
+        : `; load average ${m.loadAverage.start.toFixed(2)} at start, ${m.loadAverage.end.toFixed(2)} at end`),
     `load: ${report.options.durationS} s measured per row after ${report.options.warmupS} s warm-up, loopback, closed loop`,
     `load generator: ${report.options.generator}`,
     ""

@@ -4,6 +4,7 @@
  * test/bench/results/latest.json. A target is started on first use and stopped after the last group
  * that uses it. Loopback only, bounded in time, kills its children on any exit.
  */
+import * as os from "node:os"
 import { fileURLToPath } from "node:url"
 import { parseArgs } from "node:util"
 import { installCleanup, killAll } from "./Children.ts"
@@ -302,6 +303,7 @@ const measureSequences = async (): Promise<Array<SequenceGroupReport>> => {
 
 const main = async (): Promise<number> => {
   const startedAt = new Date().toISOString()
+  const loadAtStart = os.loadavg()[0] ?? 0
   progress(
     `bench: ${rowCount} load rows, ${durationS} s each after ${warmupS} s warm-up; ` +
       `${streamGroups.length} stream group(s); ${sequenceGroups.length} sequence group(s), seed ${seedCount}; ` +
@@ -326,7 +328,7 @@ const main = async (): Promise<number> => {
       version: 1,
       startedAt,
       finishedAt: new Date().toISOString(),
-      machine: machineInfo(),
+      machine: { ...machineInfo(), loadAverage: { start: loadAtStart, end: os.loadavg()[0] ?? 0 } },
       options: { durationS, warmupS, seedCount, generator: generator.description },
       ...(coldStart === undefined ? {} : { coldStart }),
       ...(coldStartError === undefined ? {} : { coldStartError }),

@@ -33,6 +33,13 @@ import { responseEnvelope } from "./ResponseEnvelope.ts"
 /** Errors a proxied request answers with before any upstream byte reached the caller. */
 export type ProxyError = TargetError | BadRequest | ServiceUnavailable | ReturnType<typeof outboundHttpError>
 
+/** Outbound failures of requests the guard refused: they never left, so they leave no event. */
+const refusedBeforeLeaving: ReadonlySet<string> = new Set([
+  "host_not_allowed",
+  "address_not_allowed",
+  "invalid_request"
+])
+
 /** Largest upstream response `_proxy` buffers into its envelope. */
 export const maxEnvelopeResponseBytes = 10 * 1024 * 1024
 
@@ -187,7 +194,7 @@ export class DataPlane extends Context.Service<
           : undefined
         if (answer._tag === "Failure") {
           // A request the guard refused never left: it is the caller's error, not an exchange.
-          if (answer.failure.reason !== "host_not_allowed" && answer.failure.reason !== "invalid_request") {
+          if (!refusedBeforeLeaving.has(answer.failure.reason)) {
             events.finish(start, { status: undefined, durationMs, ...(recording ? { recording } : {}) })
           }
           return yield* outboundHttpError(answer.failure)
@@ -275,7 +282,7 @@ export class DataPlane extends Context.Service<
           })
         if (answer._tag === "Failure") {
           release()
-          if (answer.failure.reason !== "host_not_allowed" && answer.failure.reason !== "invalid_request") {
+          if (!refusedBeforeLeaving.has(answer.failure.reason)) {
             record(undefined, undefined, answer.failure.message)
           }
           return yield* outboundHttpError(answer.failure)

@@ -7,9 +7,9 @@
 import type { StoredCredentials } from "@svc/domain/ConnectorAuth"
 import { makeId } from "@svc/domain/Ids"
 import { type RequestEvent, eventHost, eventPath } from "@svc/domain/RequestEvent"
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Duration, Effect, Fiber, Layer, Option } from "effect"
 import { SvcConfig } from "../config/SvcConfig.ts"
-import { BodyCapture, type CapturedBody } from "../events/BodyCapture.ts"
+import { BodyCapture, type CapturedBody, captureSkipped, SkipReason } from "../events/BodyCapture.ts"
 import { RequestEventSink } from "../events/RequestEventBuffer.ts"
 import { type RecordedHeaders, Recordings } from "../events/Recordings.ts"
 import type { ProxyTarget } from "./ProxyTargets.ts"
@@ -89,8 +89,15 @@ export class ProxyEvents extends Context.Service<
         const sink = yield* RequestEventSink
         const recordings = yield* Effect.serviceOption(Recordings)
         const recording = config.appMetrics.fullRequestRecording === "always" && Option.isSome(recordings)
-        const recordingCap = options?.recordingCap ?? 1024 * 1024
+        const recordingCap =
+          options?.recordingCap ?? (Option.isSome(recordings) ? recordings.value.capBytes : 1024 * 1024)
         const context = yield* Effect.context<never>()
+        // Recordings still being written at shutdown are waited for (bounded) before the sink
+        // closes, so their events are not lost.
+        const writing = new Set<Fiber.Fiber<unknown, unknown>>()
+        yield* Effect.addFinalizer(() =>
+          Fiber.awaitAll([...writing]).pipe(Effect.timeoutOption(Duration.seconds(30)), Effect.asVoid)
+        )
 
         const event = (start: ExchangeStart, end: ExchangeEnd, recorded: boolean): RequestEvent => {
           const { row } = start.target
@@ -138,15 +145,21 @@ export class ProxyEvents extends Context.Service<
             response:
               seen.responseHeaders === undefined || end.status === undefined
                 ? undefined
-                : { status: end.status, headers: seen.responseHeaders, body: seen.responseBody ?? { skipped: "none" } },
+                : {
+                    status: end.status,
+                    headers: seen.responseHeaders,
+                    body: seen.responseBody ?? captureSkipped(SkipReason.notRead)
+                  },
             error: seen.error
           })
-          Effect.runForkWith(context)(
+          const fiber = Effect.runForkWith(context)(
             write.pipe(
               Effect.catchCause(() => Effect.succeed(false)),
               Effect.tap((recorded) => Effect.sync(() => sink.record(event(start, end, recorded))))
             )
           )
+          writing.add(fiber)
+          fiber.addObserver(() => writing.delete(fiber))
         }
 
         return ProxyEvents.of({

@@ -1,0 +1,279 @@
+/**
+ * Hot-path discipline of the proxy data plane (issue 6, ARCHITECTURE "request path"): the layers
+ * are wired as `Serve.ts` wires them over in-memory PGlite, and every statement the main database
+ * runs is counted. A cold request loads its target; warm `_proxy` and `_proxy_raw` requests run no
+ * SQL at all; a connection write through `Connections.update` evicts the target at once (the next
+ * request reloads and its event carries the new label), while a write the process did not make is
+ * seen once `targetTtl` has passed. Request events go through the real buffer to a separate
+ * app-metrics PGlite instance, so they are not main-database statements.
+ */
+import { assert, layer } from "@effect/vitest"
+import type { AuthenticatedActor } from "@svc/domain/http/Security"
+import type { ProxyRequest } from "@svc/domain/Proxy"
+import type { RequestEvent } from "@svc/domain/RequestEvent"
+import { ConnectionRepo } from "@svc/sql/ConnectionRepo"
+import { ConnectorRepo } from "@svc/sql/ConnectorRepo"
+import { DataKeyRepo } from "@svc/sql/DataKeyRepo"
+import * as Migrations from "@svc/sql/Migrations"
+import * as PgliteClient from "@svc/sql/PgliteClient"
+import { ResourceRepo } from "@svc/sql/ResourceRepo"
+import * as TestDatabase from "@svc/sql/TestDatabase"
+import { Clock, Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { TestClock } from "effect/testing"
+import * as fs from "node:fs/promises"
+import * as os from "node:os"
+import * as path from "node:path"
+import { loadConfig } from "../config/ConfigLoader.ts"
+import { SvcConfig } from "../config/SvcConfig.ts"
+import { ConnectionSecrets } from "../connections/ConnectionSecrets.ts"
+import { Credentials } from "../connections/Credentials.ts"
+import * as Envelope from "../crypto/Envelope.ts"
+import { RequestEventSink } from "../events/RequestEventBuffer.ts"
+import { ConnectionChanges } from "../services/ConnectionChanges.ts"
+import { Connections } from "../services/Connections.ts"
+import { ConnectorDefinitions } from "../services/ConnectorDefinitions.ts"
+import { Connectors } from "../services/Connectors.ts"
+import { AppMetricsSql } from "../services/Database.ts"
+import { DefinitionValidator } from "../services/DefinitionValidator.ts"
+import { Encryption } from "../services/Encryption.ts"
+import { Listing } from "../services/Listing.ts"
+import { Namespaces } from "../services/Namespaces.ts"
+import { RequestEvents, requestEventRepoLayer } from "../services/RequestEvents.ts"
+import { ResourceOps } from "../services/ResourceOps.ts"
+import { DataPlane } from "./DataPlane.ts"
+import { Outbound } from "./Outbound.ts"
+import { ProxyEvents } from "./ProxyEvents.ts"
+import { ProxyTargets, targetTtl } from "./ProxyTargets.ts"
+import { effectServer } from "./testing/EffectServer.ts"
+import { type LocalServer, localServer } from "./testing/LocalServer.ts"
+import { countStatements } from "./testing/QueryCounter.ts"
+
+// The graph of Serve.ts: connection support, the data plane, the resource services over one
+// ConnectionChanges (the writers' notices reach the data plane's cache).
+const connectionSupport = Layer.mergeAll(ConnectionSecrets.layer, Credentials.layer).pipe(
+  Layer.provideMerge(Layer.mergeAll(ConnectorDefinitions.layer, Outbound.layer))
+)
+const dataPlane = DataPlane.layer.pipe(Layer.provide(Layer.mergeAll(ProxyTargets.layer, ProxyEvents.layer())))
+const services = Layer.mergeAll(
+  Namespaces.layer,
+  Connectors.layer,
+  Connections.layer,
+  RequestEvents.layer,
+  dataPlane
+).pipe(
+  Layer.provideMerge(Layer.mergeAll(ResourceOps.layer, Listing.layer, connectionSupport, DefinitionValidator.layer)),
+  Layer.provideMerge(ConnectionChanges.layer)
+)
+
+/** The app-metrics database on a PGlite instance of its own, as `Database.layer` builds a separate one. */
+const appMetricsDatabase = Layer.effect(
+  AppMetricsSql,
+  Effect.map(
+    Layer.build(Layer.provideMerge(Migrations.layerAppMetrics, PgliteClient.layer({ dataDir: "memory://" }))),
+    (context) => Context.get(context, SqlClient.SqlClient)
+  )
+)
+
+/**
+ * The embedded-default configuration and the real request-event buffer, both in a temp dir. The
+ * buffer's background writer keeps the live clock (the tests move the test clock for the cache).
+ */
+const configAndSink = Layer.unwrap(
+  Effect.gen(function* () {
+    const dir = yield* Effect.acquireRelease(
+      Effect.promise(() => fs.mkdtemp(path.join(os.tmpdir(), "svc-dataplane-"))),
+      (dir) => Effect.promise(() => fs.rm(dir, { recursive: true, force: true }))
+    )
+    const config = yield* Effect.orDie(loadConfig({ cwd: dir, env: {} }))
+    const sink = RequestEventSink.layerAt(path.join(dir, "spool")).pipe(
+      Layer.provide(Layer.succeed(Clock.Clock, Clock.Clock.defaultValue()))
+    )
+    return Layer.merge(Layer.succeed(SvcConfig, config), sink)
+  })
+)
+
+const Test = services.pipe(
+  Layer.provideMerge(Encryption.layerKey(Envelope.generateKey())),
+  Layer.provideMerge(configAndSink),
+  Layer.provideMerge(
+    Layer.mergeAll(
+      ResourceRepo.layer,
+      ConnectorRepo.layer,
+      ConnectionRepo.layer,
+      DataKeyRepo.layer,
+      requestEventRepoLayer
+    )
+  ),
+  Layer.provideMerge(
+    Layer.merge(Layer.provideMerge(Migrations.layerMain, TestDatabase.pgliteMemory), appMetricsDatabase)
+  )
+)
+
+const admin: AuthenticatedActor = {
+  id: "act_dataplane",
+  externalId: "dataplane",
+  namespace: "root",
+  name: "dataplane",
+  labels: {},
+  annotations: {},
+  permissions: [{ namespace: "**", resources: ["*"], verbs: ["*"] }],
+  restrictions: undefined,
+  service: "api",
+  expiresAt: undefined
+}
+
+const apiKey = "dataplane-test-key-5f0c1e"
+
+/** An upstream answering `{"ok":true}` to everything. */
+const jsonUpstream = localServer((_request, response) => {
+  response.writeHead(200, { "content-type": "application/json" })
+  response.end('{"ok":true}')
+})
+
+/** A configured api_key (bearer) connection whose connector allows only `upstream`, labelled `tier=gold`. */
+const connectionTo = (upstream: LocalServer, namespace: string) =>
+  Effect.gen(function* () {
+    yield* Effect.flatMap(Namespaces, (svc) => svc.create(admin, { path: namespace }))
+    const connectors = yield* Connectors
+    const connector = yield* connectors.create(admin, {
+      namespace,
+      definition: {
+        type: "demo",
+        auth: { type: "api_key", placement: "bearer" },
+        proxy: { allowed_hosts: [`127.0.0.1:${upstream.port}`], allow_private_networks: true }
+      }
+    })
+    yield* connectors.setVersionState(admin, connector.id, 1, "primary")
+    const connection = yield* Effect.flatMap(Connections, (svc) =>
+      svc.create(admin, { connectorId: connector.id, credentials: { api_key: apiKey }, labels: { tier: "gold" } })
+    )
+    return connection.id
+  })
+
+/** Counts the main database's statements (the PGlite behind `SqlClient`) until the test ends. */
+const mainStatements = Effect.flatMap(PgliteClient.PgliteClient, (client) => countStatements(client.pglite))
+
+/** `_proxy` of GET `<upstream>/json` with request label `phase`; asserts the envelope. */
+const proxyJson = (id: string, upstream: LocalServer, phase: string) =>
+  Effect.gen(function* () {
+    const plane = yield* DataPlane
+    const request: ProxyRequest = { url: `${upstream.origin}/json`, method: "GET", labels: { phase } }
+    const answer = yield* plane.proxy(admin, id, request)
+    assert.deepStrictEqual([answer.statusCode, answer.bodyJson], [200, { ok: true }])
+  })
+
+/** The events of connection `id` whose request label `phase` is given, after a flush of the buffer. */
+const eventsOf = (id: string, phase: string) =>
+  Effect.gen(function* () {
+    yield* Effect.flatMap(RequestEventSink, (sink) => sink.flush)
+    const page = yield* Effect.flatMap(RequestEvents, (svc) =>
+      svc.list(admin, { connectionId: id, labelSelector: `phase=${phase}`, limit: 1000 })
+    )
+    return page.items
+  })
+
+const tiers = (events: ReadonlyArray<RequestEvent>) => events.map((event) => event.labels.tier)
+const times = (n: number, tier: string) => Array.from({ length: n }, () => tier)
+
+layer(Test, { timeout: "60 seconds" })("DataPlane hot path (PGlite)", (it) => {
+  it.effect("warm _proxy requests run no SQL; a connection update reloads the target once", () =>
+    Effect.gen(function* () {
+      const upstream = yield* jsonUpstream
+      const id = yield* connectionTo(upstream, "root.hot")
+      const counter = yield* mainStatements
+
+      yield* proxyJson(id, upstream, "cold")
+      const cold = counter.statements()
+      assert.isTrue(
+        cold.some((text) => /\bconnections\b/.test(text)),
+        `the cold request reads its connection: ${JSON.stringify(cold)}`
+      )
+
+      counter.reset()
+      for (let i = 0; i < 50; i++) yield* proxyJson(id, upstream, "warm")
+      assert.deepStrictEqual(counter.statements(), [], "statements of 50 warm _proxy requests")
+      assert.strictEqual(upstream.requests.length, 51)
+      assert.isTrue(upstream.requests.every((request) => request.headers.authorization === `Bearer ${apiKey}`))
+
+      yield* Effect.flatMap(Connections, (svc) => svc.update(admin, id, { labels: { tier: "platinum" } }))
+      counter.reset()
+      yield* proxyJson(id, upstream, "after")
+      const reload = counter.statements()
+      assert.isTrue(
+        reload.some((text) => /\bconnections\b/.test(text)),
+        `the request after the update reloads its connection: ${JSON.stringify(reload)}`
+      )
+
+      counter.reset()
+      for (let i = 0; i < 20; i++) yield* proxyJson(id, upstream, "again")
+      assert.deepStrictEqual(counter.statements(), [], "statements of 20 warm _proxy requests after the reload")
+
+      // The events land in the app-metrics instance: reading them runs nothing on the main one.
+      counter.reset()
+      assert.deepStrictEqual(tiers(yield* eventsOf(id, "cold")), ["gold"])
+      assert.deepStrictEqual(tiers(yield* eventsOf(id, "warm")), times(50, "gold"))
+      assert.deepStrictEqual(tiers(yield* eventsOf(id, "after")), ["platinum"])
+      assert.deepStrictEqual(tiers(yield* eventsOf(id, "again")), times(20, "platinum"))
+      assert.deepStrictEqual(counter.statements(), [], "statements on the main database while reading events")
+    })
+  )
+
+  it.effect("warm _proxy_raw requests run no SQL", () =>
+    Effect.gen(function* () {
+      const upstream = yield* localServer((request, response) => {
+        response.writeHead(200, { "content-type": "text/plain" })
+        response.end(`raw ${request.method} ${request.url}`)
+      })
+      const id = yield* connectionTo(upstream, "root.raw")
+      const plane = yield* DataPlane
+      // The front server runs each request with the test's services (its clock decides cache expiry).
+      const front = yield* effectServer((request, response) => plane.proxyRaw(admin, id, request, response))
+      const raw = (n: number) =>
+        Effect.promise(async () => {
+          const response = await fetch(`${front.origin}/`, {
+            headers: { "x-svc-upstream-url": `${upstream.origin}/stream?n=${n}`, "x-svc-label": "phase=raw" }
+          })
+          return [response.status, await response.text()] as const
+        })
+      const counter = yield* mainStatements
+
+      assert.deepStrictEqual(yield* raw(0), [200, "raw GET /stream?n=0"])
+      assert.isAbove(counter.statements().length, 0, "the cold request loads its target")
+
+      counter.reset()
+      for (let n = 1; n <= 30; n++) assert.deepStrictEqual(yield* raw(n), [200, `raw GET /stream?n=${n}`])
+      assert.deepStrictEqual(counter.statements(), [], "statements of 30 warm _proxy_raw requests")
+      assert.strictEqual(upstream.requests.length, 31)
+      assert.isTrue(upstream.requests.every((request) => request.headers.authorization === `Bearer ${apiKey}`))
+      assert.deepStrictEqual(tiers(yield* eventsOf(id, "raw")), times(31, "gold"))
+    })
+  )
+
+  it.effect("a write this process did not make is served from the cache until targetTtl has passed", () =>
+    Effect.gen(function* () {
+      const upstream = yield* jsonUpstream
+      const id = yield* connectionTo(upstream, "root.ttl")
+      const counter = yield* mainStatements
+      yield* proxyJson(id, upstream, "first")
+      // Another process's write: no ConnectionChanges notice reaches this process.
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`UPDATE connections SET labels = jsonb_set(labels, '{tier}', '"silver"') WHERE id = ${id}`
+
+      counter.reset()
+      yield* proxyJson(id, upstream, "cached")
+      assert.deepStrictEqual(counter.statements(), [], "a request within targetTtl")
+
+      yield* TestClock.adjust(targetTtl)
+      yield* proxyJson(id, upstream, "expired")
+      assert.isAbove(counter.statements().length, 0, "the first request after targetTtl reloads")
+      counter.reset()
+      yield* proxyJson(id, upstream, "fresh")
+      assert.deepStrictEqual(counter.statements(), [], "the request after the reload")
+
+      assert.deepStrictEqual(tiers(yield* eventsOf(id, "cached")), ["gold"])
+      assert.deepStrictEqual(tiers(yield* eventsOf(id, "expired")), ["silver"])
+      assert.deepStrictEqual(tiers(yield* eventsOf(id, "fresh")), ["silver"])
+    })
+  )
+})
