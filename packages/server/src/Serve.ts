@@ -172,6 +172,12 @@ const connectionSupport = Layer.mergeAll(ConnectionSecrets.layer, Credentials.la
   Layer.provideMerge(Layer.mergeAll(ConnectorDefinitions.layer, Outbound.layer))
 )
 
+/**
+ * The embedded database runs in this process: each write blocks the event loop for its whole
+ * duration, so request events are written in fewer, larger batches there.
+ */
+const embeddedSinkOptions = { flushInterval: Duration.seconds(1), batchSize: 2000 } as const
+
 /** The proxy data plane: cached targets, the per-connection gate, events and recordings. */
 const dataPlane = DataPlane.layer.pipe(Layer.provide(Layer.mergeAll(ProxyTargets.layer, ProxyEvents.layer())))
 
@@ -257,7 +263,7 @@ export const serve = Effect.fn("Serve.serve")(function* (
   // One sink (one buffer, flushed when the servers have stopped) and, with full recording, one
   // recorder for every handler.
   const requestEvents = Layer.mergeAll(
-    RequestEventSink.layer(),
+    RequestEventSink.layer(config.database.provider === "pglite" ? embeddedSinkOptions : {}),
     config.appMetrics.fullRequestRecording === "always"
       ? Recordings.layer().pipe(Layer.provide(encryption))
       : Layer.empty

@@ -111,17 +111,18 @@ export class DataPlane extends Context.Service<
           target.definition.proxy.max_concurrent_requests,
           target.send.timeouts.connectMs
         )
-        const refused = new ServiceUnavailable({
-          error: `connection ${target.row.id} has ${target.definition.proxy.max_concurrent_requests} requests in flight; retry later`,
-          code: "connection_concurrency_exceeded"
-        })
         if (typeof entered === "function") return Effect.succeed(entered)
+        const refused = () =>
+          new ServiceUnavailable({
+            error: `connection ${target.row.id} has ${target.definition.proxy.max_concurrent_requests} requests in flight; retry later`,
+            code: "connection_concurrency_exceeded"
+          })
         return Effect.callback<Release, ServiceUnavailable>((resume) => {
           let abandoned = false
           void entered.then((release) => {
             // A caller that went away while queued hands its slot straight back.
             if (abandoned) release?.()
-            else resume(release === undefined ? Effect.fail(refused) : Effect.succeed(release))
+            else resume(release === undefined ? Effect.fail(refused()) : Effect.succeed(release))
           })
           return Effect.sync(() => {
             abandoned = true

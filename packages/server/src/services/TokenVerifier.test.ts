@@ -133,6 +133,29 @@ describe("TokenVerifier attack table", () => {
     })
   )
 
+  it.effect("a remembered signature still has its times, audience and nonce checked on every use", () =>
+    Effect.gen(function* () {
+      const verifier = yield* TokenVerifier
+      yield* TestClock.setTime(now * 1000)
+      const token = yield* Effect.promise(() => sign({ ...base, exp: now + 30, aud: "api" }, "RS256", rsa.privateKey))
+      assert.strictEqual((yield* verifier.verify(token, "api")).claims.sub, "actor-1")
+      assert.strictEqual((yield* verifier.verify(token, "api")).claims.sub, "actor-1")
+      assertRejected(yield* Effect.flip(verifier.verify(token, "admin-api")), "audience")
+      yield* TestClock.setTime((now + 91) * 1000)
+      assertRejected(yield* Effect.flip(verifier.verify(token, "api")), "expired")
+      const early = yield* Effect.promise(() => sign({ ...base, nbf: now + 200 }, "RS256", rsa.privateKey))
+      yield* TestClock.setTime((now + 200) * 1000)
+      assert.strictEqual((yield* verifier.verify(early, "api")).claims.sub, "actor-1")
+      yield* TestClock.setTime(now * 1000)
+      assertRejected(yield* Effect.flip(verifier.verify(early, "api")), "not_yet_valid")
+      const once = yield* Effect.promise(() =>
+        sign({ ...base, exp: now + 30, nonce: "n-cached" }, "RS256", rsa.privateKey)
+      )
+      yield* verifier.verify(once, "api")
+      assertRejected(yield* Effect.flip(verifier.verify(once, "api")), "nonce_replayed")
+    }).pipe(Effect.provide(rsLayer))
+  )
+
   it.effect("nbf beyond the leeway is not_yet_valid; within it is accepted", () =>
     Effect.gen(function* () {
       yield* expectReason(

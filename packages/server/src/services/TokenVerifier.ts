@@ -1,6 +1,6 @@
 import { createPublicKey } from "node:crypto"
 import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
-import { type CryptoKey, decodeProtectedHeader, errors, jwtVerify } from "jose"
+import { type CryptoKey, decodeProtectedHeader, errors, type JWTPayload, jwtVerify } from "jose"
 import { type ServiceId, TokenClaims } from "@svc/domain/Auth"
 import type { StoreUnavailable } from "./CounterStore.ts"
 import { NonceStore } from "./NonceStore.ts"
@@ -45,6 +45,10 @@ export const maxTokenLength = 16 * 1024
 
 /** `exp`/`nbf` leeway (SECURITY.md: at most 60 s). */
 export const clockToleranceSeconds = 60
+
+/** Verified tokens whose signature check is remembered, and the longest token remembered. */
+const maxCachedTokens = 2048
+const maxCachedTokenLength = 4096
 
 const minHmacSecretBytes = 32
 const minRsaModulusBits = 2048
@@ -120,6 +124,9 @@ export class TokenVerifier extends Context.Service<
         const key = yield* importKey(config)
         const algorithm = config.algorithm
         const algorithms = [algorithm]
+        // Signature checks of recently seen tokens, by exact text (a hit skips only the signature
+        // check: times, audience, claims and the nonce are checked on every use).
+        const verifiedSignatures = new Map<string, JWTPayload>()
 
         const verify = Effect.fnUntraced(function* (
           token: string,
@@ -130,11 +137,30 @@ export class TokenVerifier extends Context.Service<
           if (alg === undefined) return yield* rejected("malformed")
           if (alg !== algorithm) return yield* rejected("algorithm_not_allowed")
           const now = yield* Clock.currentTimeMillis
-          const { payload } = yield* Effect.tryPromise({
-            try: () =>
-              jwtVerify(token, key, { algorithms, clockTolerance: clockToleranceSeconds, currentDate: new Date(now) }),
-            catch: fromJoseError
-          })
+          let payload = verifiedSignatures.get(token)
+          if (payload === undefined) {
+            payload = (yield* Effect.tryPromise({
+              try: () =>
+                jwtVerify(token, key, { algorithms, clockTolerance: clockToleranceSeconds, currentDate: new Date(now) }),
+              catch: fromJoseError
+            })).payload
+            if (token.length <= maxCachedTokenLength) {
+              if (verifiedSignatures.size >= maxCachedTokens) {
+                verifiedSignatures.delete(verifiedSignatures.keys().next().value as string)
+              }
+              verifiedSignatures.set(token, payload)
+            }
+          } else {
+            // The signature of this exact text verified before; the time checks are redone.
+            const seconds = Math.floor(now / 1000)
+            if (typeof payload.exp === "number" && payload.exp <= seconds - clockToleranceSeconds) {
+              verifiedSignatures.delete(token)
+              return yield* rejected("expired")
+            }
+            if (typeof payload.nbf === "number" && payload.nbf > seconds + clockToleranceSeconds) {
+              return yield* rejected("not_yet_valid")
+            }
+          }
           if (!audienceAllows(payload.aud, service)) return yield* rejected("audience")
           const decoded = decodeClaims(payload)
           if (Option.isNone(decoded) || decoded.value.sub === "") return yield* rejected("claims_invalid")
