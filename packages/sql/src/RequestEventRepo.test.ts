@@ -1,3 +1,4 @@
+import { sampleRequestEvent } from "./TestRows.ts"
 import { assert, layer } from "@effect/vitest"
 import type { AccessFilter } from "@svc/domain/AccessFilter"
 import { parseRequestEventFilter, type RequestEvent } from "@svc/domain/RequestEvent"
@@ -19,29 +20,8 @@ const within = (path: string): AccessFilter => ({
   restrictions: undefined
 })
 
-const event = (id: string, seconds: number, extra: Partial<RequestEvent> = {}): RequestEvent => ({
-  id,
-  timestamp: at(seconds).toISOString(),
-  namespace: "root",
-  type: "proxy",
-  method: "GET",
-  host: "api.example.com",
-  path: "/v1/users",
-  response_status_code: 200,
-  response_source: "upstream",
-  connector_id: "cxr_1",
-  connector_version: 1,
-  connection_id: "cxn_1",
-  actor_id: "act_1",
-  duration_ms: 12.5,
-  labels: {},
-  rate_limit_id: null,
-  rate_limit_mode: null,
-  rate_limit_bucket: null,
-  rate_limit_matched: null,
-  full_request_recorded: false,
-  ...extra
-})
+const event = (id: string, seconds: number, extra: Partial<RequestEvent> = {}): RequestEvent =>
+  sampleRequestEvent({ id, timestamp: at(seconds).toISOString(), duration_ms: 12.5, ...extra })
 
 // One row per interesting value; each filter below keeps some rows and drops others.
 const fixture: ReadonlyArray<RequestEvent> = [

@@ -1,4 +1,5 @@
 /** Fixtures of the repository tests: fixed timestamps and the envelope columns of a resource row. */
+import type { RequestEvent } from "@svc/domain/RequestEvent"
 import { jsonb } from "./ResourceRepo.ts"
 
 /**
@@ -21,3 +22,27 @@ export const fixtures = (ms = 0) => {
 
 /** The fixtures without a sub-second offset. */
 export const { at, envelope } = fixtures()
+
+/** A stored request event with plain defaults (GET api.example.com/v1/users, 200, upstream); `fields` override. */
+export const sampleRequestEvent = (fields: Partial<RequestEvent> & { readonly id: string }): RequestEvent => ({
+  timestamp: at(0).toISOString(),
+  namespace: "root",
+  type: "proxy",
+  method: "GET",
+  host: "api.example.com",
+  path: "/v1/users",
+  response_status_code: 200,
+  response_source: "upstream",
+  connector_id: "cxr_1",
+  connector_version: 1,
+  connection_id: "cxn_1",
+  actor_id: "act_1",
+  duration_ms: 5,
+  labels: {},
+  rate_limit_id: null,
+  rate_limit_mode: null,
+  rate_limit_bucket: null,
+  rate_limit_matched: null,
+  full_request_recorded: false,
+  ...fields
+})

@@ -1,3 +1,4 @@
+import { sampleRequestEvent } from "@svc/sql/TestRows"
 import { assert, layer } from "@effect/vitest"
 import type { RequestEvent } from "@svc/domain/RequestEvent"
 import * as Migrations from "@svc/sql/Migrations"
@@ -38,29 +39,15 @@ const switchable = (control: Control) =>
     )
   )
 
-const event = (id: string, extra: Partial<RequestEvent> = {}): RequestEvent => ({
-  id,
-  timestamp: new Date(Date.UTC(2025, 0, 1)).toISOString(),
-  namespace: "root.buffer",
-  type: "proxy",
-  method: "GET",
-  host: "api.example.com",
-  path: "/v1/things",
-  response_status_code: 200,
-  response_source: "upstream",
-  connector_id: "cxr_1",
-  connector_version: 1,
-  connection_id: "cxn_1",
-  actor_id: "act_1",
-  duration_ms: 3,
-  labels: { env: "test" },
-  rate_limit_id: null,
-  rate_limit_mode: null,
-  rate_limit_bucket: null,
-  rate_limit_matched: null,
-  full_request_recorded: false,
-  ...extra
-})
+const event = (id: string, extra: Partial<RequestEvent> = {}): RequestEvent =>
+  sampleRequestEvent({
+    id,
+    namespace: "root.buffer",
+    path: "/v1/things",
+    duration_ms: 3,
+    labels: { env: "test" },
+    ...extra
+  })
 
 const events = (prefix: string, count: number) =>
   Array.from({ length: count }, (_, i) => event(`${prefix}_${String(i).padStart(4, "0")}`))

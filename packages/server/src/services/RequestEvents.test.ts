@@ -1,3 +1,4 @@
+import { sampleRequestEvent } from "@svc/sql/TestRows"
 import { assert, layer } from "@effect/vitest"
 import type { Permission } from "@svc/domain/Auth"
 import { issueDetails } from "@svc/domain/Errors"
@@ -41,29 +42,13 @@ const caller = (
 const admin = caller([{ namespace: "**", resources: ["*"], verbs: ["*"] }])
 const tenantA = caller([grant("root.a.**", ["list", "get"])])
 
-const event = (id: string, namespace: string, seconds: number, extra: Partial<RequestEvent> = {}): RequestEvent => ({
-  id,
-  timestamp: new Date(Date.UTC(2025, 0, 1) + seconds * 1000).toISOString(),
-  namespace,
-  type: "proxy",
-  method: "GET",
-  host: "api.example.com",
-  path: "/v1/users",
-  response_status_code: 200,
-  response_source: "upstream",
-  connector_id: "cxr_1",
-  connector_version: 1,
-  connection_id: "cxn_1",
-  actor_id: "act_1",
-  duration_ms: 5,
-  labels: {},
-  rate_limit_id: null,
-  rate_limit_mode: null,
-  rate_limit_bucket: null,
-  rate_limit_matched: null,
-  full_request_recorded: false,
-  ...extra
-})
+const event = (id: string, namespace: string, seconds: number, extra: Partial<RequestEvent> = {}): RequestEvent =>
+  sampleRequestEvent({
+    id,
+    namespace,
+    timestamp: new Date(Date.UTC(2025, 0, 1) + seconds * 1000).toISOString(),
+    ...extra
+  })
 
 const insert = (events: ReadonlyArray<RequestEvent>) =>
   Effect.flatMap(RequestEventRepo, (repo) => repo.insertBatch(events))

@@ -141,7 +141,11 @@ export class TokenVerifier extends Context.Service<
           if (payload === undefined) {
             payload = (yield* Effect.tryPromise({
               try: () =>
-                jwtVerify(token, key, { algorithms, clockTolerance: clockToleranceSeconds, currentDate: new Date(now) }),
+                jwtVerify(token, key, {
+                  algorithms,
+                  clockTolerance: clockToleranceSeconds,
+                  currentDate: new Date(now)
+                }),
               catch: fromJoseError
             })).payload
             if (token.length <= maxCachedTokenLength) {
