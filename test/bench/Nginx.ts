@@ -11,7 +11,7 @@ import * as path from "node:path"
 import { freePort, tempDir } from "../support/SvcProcess.ts"
 import { trackChild, trackDir } from "./Children.ts"
 import type { NodeChild } from "./Ready.ts"
-import { waitFor200 } from "./Ready.ts"
+import { stopper, waitFor200 } from "./Ready.ts"
 
 /** The nginx executable: on PATH, or in the sbin dirs a non-root PATH often lacks. */
 export const nginxBinary = (): string | undefined => {
@@ -93,19 +93,11 @@ export const startNginx = async (binary: string, upstreamOrigin: string, apiKey:
   }
   child.stdout.on("data", collect)
   child.stderr.on("data", collect)
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()))
+  const stop = stopper(child)
   const describe = () => {
     const log = fs.existsSync(errorLog) ? fs.readFileSync(errorLog, "utf8") : ""
     return `${output}${log}`.trim().slice(-1000)
   }
   await waitFor200(`http://127.0.0.1:${port}/ping`, child, describe, 15_000)
-  const stop = async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill("SIGTERM")
-      const timer = setTimeout(() => child.kill("SIGKILL"), 5_000)
-      await exited
-      clearTimeout(timer)
-    }
-  }
   return { port, pid: child.pid, stop }
 }

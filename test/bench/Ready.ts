@@ -88,9 +88,15 @@ export const startNodeScript = async (script: string, env: Record<string, string
   child.stderr?.on("data", (chunk: Buffer) => {
     stderr += chunk.toString("utf8")
   })
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()))
+  const stop = stopper(child)
   await waitFor200(`http://127.0.0.1:${port}/ping`, child, () => stderr, 15_000)
-  const stop = async () => {
+  return { port, pid: child.pid, stop }
+}
+
+/** Stops `child` with SIGTERM, then SIGKILL after 5 s; resolves once it has exited. Call before it can exit. */
+export const stopper = (child: ChildProcess): (() => Promise<void>) => {
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()))
+  return async () => {
     if (child.exitCode === null && child.signalCode === null) {
       child.kill("SIGTERM")
       const timer = setTimeout(() => child.kill("SIGKILL"), 5_000)
@@ -98,5 +104,4 @@ export const startNodeScript = async (script: string, env: Record<string, string
       clearTimeout(timer)
     }
   }
-  return { port, pid: child.pid, stop }
 }

@@ -21,6 +21,7 @@ import { type ResourceError, ResourceOps } from "../services/ResourceOps.ts"
 import { ConnectionSecrets } from "./ConnectionSecrets.ts"
 import { Credentials } from "./Credentials.ts"
 import { upstreamOptions } from "./OutboundOptions.ts"
+import { usableCredentials } from "./UsableCredentials.ts"
 
 /** One probe of a definition. */
 export type ProbeDefinition = NonNullable<ConnectorDefinition["probes"]>[number]
@@ -89,18 +90,7 @@ export class Probes extends Context.Service<
       const connections = yield* ConnectionRepo
       const config = yield* SvcConfig
 
-      /** The connection's credentials, with a client-credentials token renewed (and stored) when due. */
-      const usableCredentials = (row: ConnectionRow, definition: ConnectorDefinition) =>
-        Effect.gen(function* () {
-          const stored = yield* secrets.credentials(row)
-          const renewed = yield* credentials.renew(definition, stored)
-          if (renewed === undefined) return stored
-          const sealed = yield* secrets.sealCredentials(row, renewed)
-          const now = new Date(yield* Clock.currentTimeMillis)
-          // Compare-and-swap: a concurrent rotation wins; this run still uses the fresh token.
-          yield* Effect.orDie(connections.swapCredentials(row.id, row.credentialsEnc, sealed, now))
-          return renewed
-        })
+      const usable = usableCredentials({ secrets, credentials, connections })
 
       const run = Effect.fn("Probes.run")(function* (
         row: ConnectionRow,
@@ -122,7 +112,7 @@ export class Probes extends Context.Service<
         const configuration = yield* secrets.configuration(row)
         const target = renderProbe(probe, configuration)
         if ("error" in target) return yield* finish({ outcome: "failure", error: target.error })
-        const creds = yield* usableCredentials(row, definition).pipe(Effect.result)
+        const creds = yield* usable(row, definition).pipe(Effect.result)
         if (creds._tag === "Failure") {
           return yield* finish({ outcome: "failure", error: `credentials: ${creds.failure.error}` })
         }

@@ -4,7 +4,7 @@
  * sets, URL user info, and every occurrence of the given secret values (also URL-, form- and
  * JSON-encoded) in header values, the URL and the bodies. Pure; never throws.
  */
-import type { InjectionPlaces } from "../proxy/CredentialInjection.ts"
+import { decodedName, type InjectionPlaces } from "../proxy/CredentialInjection.ts"
 
 /** What a redacted value reads as. */
 export const redactedText = "[redacted]"
@@ -39,15 +39,6 @@ const spellings = (secret: string): ReadonlyArray<string> => {
     JSON.stringify(secret).slice(1, -1)
   ]
   return variants.filter((variant) => variant.length > 0)
-}
-
-const decodedName = (pair: string): string => {
-  const raw = pair.includes("=") ? pair.slice(0, pair.indexOf("=")) : pair
-  try {
-    return decodeURIComponent(raw.replaceAll("+", " "))
-  } catch {
-    return raw
-  }
 }
 
 const indexOfBytes = (haystack: Uint8Array, needle: Uint8Array, from: number): number =>

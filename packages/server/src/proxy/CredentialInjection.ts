@@ -70,7 +70,8 @@ const authScheme = (tokenType: string): string =>
 
 const form = (text: string): string => encodeURIComponent(text)
 
-const decodedName = (pair: string): string => {
+/** The decoded name of one `name=value` query pair (`+` is a space; malformed escapes stay as written). */
+export const decodedName = (pair: string): string => {
   const raw = pair.includes("=") ? pair.slice(0, pair.indexOf("=")) : pair
   try {
     return decodeURIComponent(raw.replaceAll("+", " "))

@@ -20,13 +20,13 @@ import {
   upstreamUrlHeader
 } from "@svc/domain/Proxy"
 import { Context, Effect, Layer } from "effect"
-import { BodyCapture } from "../events/BodyCapture.ts"
+import { BodyCapture, captureBuffered } from "../events/BodyCapture.ts"
 import type { RecordedHeaders } from "../events/Recordings.ts"
 import { ConnectionGate, type Release } from "./ConnectionGate.ts"
 import { CredentialInjectionError, injectCredentials } from "./CredentialInjection.ts"
 import { Outbound } from "./Outbound.ts"
 import { logSafeTarget, OutboundError, outboundHttpError } from "./OutboundError.ts"
-import { capturedBytes, type ExchangeStart, ProxyEvents } from "./ProxyEvents.ts"
+import { type ExchangeStart, ProxyEvents } from "./ProxyEvents.ts"
 import { ProxyTargets, type ProxyTarget, type TargetError } from "./ProxyTargets.ts"
 import { responseEnvelope } from "./ResponseEnvelope.ts"
 
@@ -43,15 +43,24 @@ const refusedBeforeLeaving: ReadonlySet<string> = new Set([
 /** Largest upstream response `_proxy` buffers into its envelope. */
 export const maxEnvelopeResponseBytes = 10 * 1024 * 1024
 
-/** Inbound headers that describe the inbound leg only. */
-const inboundOnly: ReadonlySet<string> = new Set(["host", "content-length", "authorization", "cookie"])
+/** Headers of the caller's leg to svc that never describe the upstream request. */
+const callerOnly: ReadonlySet<string> = new Set(["host", "content-length", "authorization"])
 
-/** The caller's headers as they may travel upstream (before credential injection). */
-const forwardable = (headers: IncomingMessage["headers"]): Record<string, string> => {
+/**
+ * The caller's headers as they may travel upstream, lower-cased, before credential injection
+ * (what a recording shows): without svc's own `X-Svc-*` controls; `Cookie` only when the caller
+ * addressed it to the upstream (the `_proxy` envelope), never a raw request's own cookies.
+ */
+const forwardable = (
+  headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>,
+  keepCookie: boolean
+): Record<string, string> => {
   const out: Record<string, string> = {}
   for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || inboundOnly.has(name) || name.startsWith("x-svc-")) continue
-    out[name] = Array.isArray(value) ? value.join(", ") : value
+    const lower = name.toLowerCase()
+    if (value === undefined || callerOnly.has(lower) || lower.startsWith("x-svc-")) continue
+    if (lower === "cookie" && !keepCookie) continue
+    out[lower] = typeof value === "string" ? value : value.join(", ")
   }
   return out
 }
@@ -148,11 +157,7 @@ export class DataPlane extends Context.Service<
           return yield* badRequest("bodyJson and bodyRaw exclude each other", "invalid_request", "body.bodyRaw")
         }
         const url = new URL(body.url)
-        const headers: Record<string, string> = {}
-        for (const [name, value] of Object.entries(body.headers ?? {})) {
-          const lower = name.toLowerCase()
-          if (!inboundOnly.has(lower) || lower === "cookie") headers[lower] = value
-        }
+        const headers = forwardable(body.headers ?? {}, true)
         let payload: Uint8Array | undefined
         if (body.bodyJson !== undefined) {
           payload = Buffer.from(JSON.stringify(body.bodyJson))
@@ -184,11 +189,11 @@ export class DataPlane extends Context.Service<
         const recording = events.recording
           ? {
               requestHeaders: headers,
-              requestBody: capturedBytes(payload, events.recordingCap),
+              requestBody: captureBuffered(payload ?? new Uint8Array(0), events.recordingCap),
               ...(answer._tag === "Success"
                 ? {
                     responseHeaders: answer.success.headers as RecordedHeaders,
-                    responseBody: capturedBytes(answer.success.body, events.recordingCap)
+                    responseBody: captureBuffered(answer.success.body, events.recordingCap)
                   }
                 : { error: answer.failure.message })
             }
@@ -220,7 +225,7 @@ export class DataPlane extends Context.Service<
         }
         const override = headerValues(request.headers["x-svc-upstream-method"])[0]
         const method = (override ?? request.method ?? "GET").toUpperCase()
-        const headers = forwardable(request.headers)
+        const headers = forwardable(request.headers, false)
         const declared = request.headers["content-length"]
         const contentLength = declared === undefined ? undefined : Number(declared)
         const hasBody =

@@ -9,7 +9,7 @@ import { makeId } from "@svc/domain/Ids"
 import { type RequestEvent, eventHost, eventPath } from "@svc/domain/RequestEvent"
 import { Context, Duration, Effect, Fiber, Layer, Option } from "effect"
 import { SvcConfig } from "../config/SvcConfig.ts"
-import { BodyCapture, type CapturedBody, captureSkipped, SkipReason } from "../events/BodyCapture.ts"
+import { type CapturedBody, captureSkipped, SkipReason } from "../events/BodyCapture.ts"
 import { RequestEventSink } from "../events/RequestEventBuffer.ts"
 import { type RecordedHeaders, Recordings } from "../events/Recordings.ts"
 import type { ProxyTarget } from "./ProxyTargets.ts"
@@ -59,13 +59,6 @@ export const credentialSecrets = (credentials: StoredCredentials | undefined): R
         ...(credentials.token.refresh_token === undefined ? [] : [credentials.token.refresh_token])
       ]
   }
-}
-
-/** A capture of an already buffered body. */
-export const capturedBytes = (bytes: Uint8Array | undefined, cap: number): CapturedBody => {
-  const capture = new BodyCapture(cap)
-  if (bytes !== undefined && bytes.byteLength > 0) capture.push(bytes)
-  return capture.result()
 }
 
 export class ProxyEvents extends Context.Service<

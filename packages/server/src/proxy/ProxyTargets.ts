@@ -11,11 +11,12 @@ import { Conflict, Forbidden, NotFound } from "@svc/domain/Errors"
 import type { AuthenticatedActor } from "@svc/domain/http/Security"
 import { ConnectionRepo } from "@svc/sql/ConnectionRepo"
 import type { ConnectionRow } from "@svc/sql/Rows"
-import { Cache, Clock, Context, Duration, Effect, Exit, Layer, Option } from "effect"
+import { Cache, Context, Duration, Effect, Exit, Layer, Option } from "effect"
 import { SvcConfig } from "../config/SvcConfig.ts"
 import { ConnectionSecrets } from "../connections/ConnectionSecrets.ts"
 import { Credentials } from "../connections/Credentials.ts"
 import { upstreamOptions } from "../connections/OutboundOptions.ts"
+import { usableCredentials } from "../connections/UsableCredentials.ts"
 import { ConnectionChanges } from "../services/ConnectionChanges.ts"
 import { ConnectorDefinitions } from "../services/ConnectorDefinitions.ts"
 import * as Kinds from "../services/ResourceKinds.ts"
@@ -71,22 +72,17 @@ export class ProxyTargets extends Context.Service<
       const config = yield* SvcConfig
       const allowPrivate = config.outbound.allowPrivateNetworks
 
-      /** Stored credentials, a due client-credentials token renewed and stored (compare-and-swap). */
+      const renewing = usableCredentials({ secrets, credentials, connections })
+      /** The credentials; a failed renewal keeps the old token and lets the upstream decide. */
       const usable = (row: ConnectionRow, definition: ConnectorDefinition) =>
-        Effect.gen(function* () {
-          const stored = yield* secrets.credentials(row)
-          const renewed = yield* credentials.renew(definition, stored).pipe(
-            Effect.catch((error) =>
-              // The old token may still be accepted: keep using it and let the upstream decide.
-              Effect.as(Effect.logWarning(`token renewal for connection ${row.id} failed: ${error.error}`), undefined)
+        renewing(row, definition).pipe(
+          Effect.catch((error) =>
+            Effect.andThen(
+              Effect.logWarning(`token renewal for connection ${row.id} failed: ${error.error}`),
+              secrets.credentials(row)
             )
           )
-          if (renewed === undefined) return stored
-          const sealed = yield* secrets.sealCredentials(row, renewed)
-          const now = new Date(yield* Clock.currentTimeMillis)
-          yield* Effect.orDie(connections.swapCredentials(row.id, row.credentialsEnc, sealed, now))
-          return renewed
-        })
+        )
 
       const load = (id: string) =>
         Effect.gen(function* () {

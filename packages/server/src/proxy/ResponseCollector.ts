@@ -55,9 +55,12 @@ export const dispatchFailure = (
   return { reason: "protocol_error", detail: `the exchange failed${suffix}` }
 }
 
-const clampMs = (ms: number): number => (Number.isFinite(ms) ? Math.min(Math.max(1, Math.floor(ms)), 2_147_483_647) : 1)
+/** A timer delay Node accepts: at least 1 ms, at most 2^31 − 1 ms; nonsense becomes 1 ms. */
+export const clampMs = (ms: number): number =>
+  Number.isFinite(ms) ? Math.min(Math.max(1, Math.floor(ms)), 2_147_483_647) : 1
 
-const responseHeaders = (
+/** Response headers with lower-case names, hop-by-hop headers removed. */
+export const responseHeaders = (
   headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
 ): Record<string, string | ReadonlyArray<string>> => {
   const out: Record<string, string | ReadonlyArray<string>> = {}

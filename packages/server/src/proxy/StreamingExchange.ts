@@ -9,10 +9,9 @@
 import { Readable } from "node:stream"
 import { Effect } from "effect"
 import type { Dispatcher } from "undici"
-import { stripHopByHop } from "./HopByHop.ts"
 import { OutboundError, type OutboundErrorReason } from "./OutboundError.ts"
 import type { PreparedOutbound } from "./OutboundGuard.ts"
-import { dispatchFailure, type OutboundTimeouts } from "./ResponseCollector.ts"
+import { clampMs, dispatchFailure, type OutboundTimeouts, responseHeaders } from "./ResponseCollector.ts"
 
 /** How a streamed exchange ended, once its body is over. */
 export interface StreamOutcome {
@@ -33,14 +32,6 @@ export interface StreamedResponse {
 
 /** Per-chunk observer of the response body (recording); must be cheap. */
 export type ChunkObserver = (chunk: Uint8Array) => void
-
-const clampMs = (ms: number): number => (Number.isFinite(ms) ? Math.min(Math.max(1, Math.floor(ms)), 2_147_483_647) : 1)
-
-const responseHeaders = (raw: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>) => {
-  const out: Record<string, string | ReadonlyArray<string>> = {}
-  for (const [name, value] of Object.entries(raw)) if (value !== undefined) out[name.toLowerCase()] = value
-  return stripHopByHop(out)
-}
 
 /** Sends `prepared` through `dispatcher`; succeeds with the response head as soon as it arrives. */
 export const streamExchange = (
