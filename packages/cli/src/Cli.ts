@@ -3,14 +3,16 @@
  */
 import { Console, Effect } from "effect"
 import { CliOutput, Command } from "effect/cli"
+import { loginRedirect } from "./commands/LoginRedirect.ts"
 import { signJwt } from "./commands/SignJwt.ts"
+import { signMarketplaceLoginUrl } from "./commands/SignMarketplaceLoginUrl.ts"
 import { verifyJwt } from "./commands/VerifyJwt.ts"
 import { root } from "./Root.ts"
 
 export const version = "0.1.0"
 
 /** `cli` with every subcommand. */
-export const cli = root.pipe(Command.withSubcommands([signJwt, verifyJwt]))
+export const cli = root.pipe(Command.withSubcommands([signJwt, verifyJwt, signMarketplaceLoginUrl, loginRedirect]))
 
 /** Writes usage errors (without the help page) to stderr so stdout carries only command output. */
 export const StderrPresenter = CliOutput.layerPresenter({

@@ -23,7 +23,9 @@ export const Connection = Schema.Struct({
   state: ConnectionState,
   healthState: HealthState,
   setupStepId: Schema.NullOr(Schema.String),
-  configuration: Configuration
+  configuration: Configuration,
+  /** OAuth2 connections: the scopes the provider granted (spec 5.9). */
+  grantedScopes: Schema.optionalKey(Schema.Array(Schema.String))
 })
 export type Connection = typeof Connection.Type
 

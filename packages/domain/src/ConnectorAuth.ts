@@ -199,7 +199,9 @@ export const OAuth2TokenSet = Schema.Struct({
   /** Epoch milliseconds; absent when the provider gave no `expires_in`. */
   expires_at: Schema.optionalKey(Schema.Number),
   refresh_token: Schema.optionalKey(Secret),
-  scope: Schema.optionalKey(Schema.String)
+  scope: Schema.optionalKey(Schema.String),
+  /** Epoch milliseconds when the token set was obtained (older rows lack it). */
+  obtained_at: Schema.optionalKey(Schema.Number)
 })
 export type OAuth2TokenSet = typeof OAuth2TokenSet.Type
 

@@ -25,6 +25,7 @@ describe("ConnectorProbe", () => {
         url,
         timeout: "10s",
         enabled: true,
+        verify: false,
         failure_threshold: 3,
         recovery_threshold: 1
       })

@@ -138,6 +138,8 @@ export const ConnectorProbe = Schema.Struct({
   timeout: durationBetween(1, 60_000, "1ms and 60s").pipe(Schema.withDecodingDefaultKey(Effect.succeed("10s"))),
   period: Schema.optionalKey(durationBetween(1_000, 31 * 86_400_000, "1s and 31d")),
   enabled: Schema.Boolean.pipe(Schema.withDecodingDefaultKey(Effect.succeed(true))),
+  /** Runs at the end of interactive setup: the connection becomes `configured` only when it succeeds. */
+  verify: Schema.Boolean.pipe(Schema.withDecodingDefaultKey(Effect.succeed(false))),
   failure_threshold: threshold.pipe(Schema.withDecodingDefaultKey(Effect.succeed(3))),
   recovery_threshold: threshold.pipe(Schema.withDecodingDefaultKey(Effect.succeed(1)))
 })

@@ -10,6 +10,7 @@ import main0001 from "./migrations/main/0001_initial.ts"
 import main0002 from "./migrations/main/0002_resources.ts"
 import main0003 from "./migrations/main/0003_secrets_and_probes.ts"
 import main0004 from "./migrations/main/0004_notifications.ts"
+import main0005 from "./migrations/main/0005_oauth2.ts"
 import metrics0001 from "./migrations/metrics/0001_request_events.ts"
 import metrics0002 from "./migrations/metrics/0002_request_event_indexes.ts"
 
@@ -23,7 +24,8 @@ export const mainLoader: Migrator.Loader = Migrator.fromRecord({
   "0001_initial": main0001,
   "0002_resources": main0002,
   "0003_secrets_and_probes": main0003,
-  "0004_notifications": main0004
+  "0004_notifications": main0004,
+  "0005_oauth2": main0005
 })
 
 /** App-metrics migrations, keyed `<id>_<name>`. */

@@ -62,7 +62,13 @@ export const ConnectionRow = Schema.Struct({
   configurationEnc: Schema.NullOr(Schema.String),
   credentialsEnc: Schema.NullOr(Schema.String),
   /** Plaintext configuration an earlier release stored; the re-encryption sweep encrypts and clears it. */
-  legacyConfiguration: Schema.NullOr(Schema.Record(Schema.String, Schema.Unknown))
+  legacyConfiguration: Schema.NullOr(Schema.Record(Schema.String, Schema.Unknown)),
+  /** OAuth2: the scopes the provider granted. */
+  grantedScopes: Schema.optionalKey(Schema.NullOr(Schema.Array(Schema.String))),
+  /** OAuth2: when the background sweep refreshes the token. */
+  tokenRefreshDueAt: Schema.optionalKey(Schema.NullOr(Schema.DateTimeUtcFromDate)),
+  /** Interactive setup: where the browser returns after the OAuth2 step. */
+  setupReturnUrl: Schema.optionalKey(Schema.NullOr(Schema.String))
 })
 export type ConnectionRow = typeof ConnectionRow.Type
 

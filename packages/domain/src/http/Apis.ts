@@ -80,8 +80,20 @@ export class AdminApiV1 extends HttpApi.make("admin-api")
   .annotate(HttpApi.QueryParseOptions, strictQuery)
   .annotate(HttpApi.ParamsParseOptions, allErrors) {}
 
-/** Browser-facing service (service id `public`, default port 8080). */
-export class PublicApi extends HttpApi.make("public").add(SystemApi).annotate(OpenApi.Title, "svc public service") {}
+/**
+ * Browser-facing service (service id `public`, default port 8080): health, and for browser
+ * sessions (or bearer tokens for `public`) the calls a marketplace front end makes: who am I,
+ * connectors, connection setup and notifications. The OAuth2 redirect/callback and session
+ * routes are plain routes beside it.
+ */
+export class PublicApi extends HttpApi.make("public")
+  .add(SystemApi)
+  .add(AuthApi)
+  .add(ConnectorsApi, ConnectionsApi, NotificationsApi)
+  .annotate(OpenApi.Title, "svc public service")
+  .annotate(HttpApi.PayloadParseOptions, strictPayload)
+  .annotate(HttpApi.QueryParseOptions, strictQuery)
+  .annotate(HttpApi.ParamsParseOptions, allErrors) {}
 
 /** Worker health endpoint (service id `worker`). */
 export class WorkerApi extends HttpApi.make("worker").add(SystemApi).annotate(OpenApi.Title, "svc worker") {}

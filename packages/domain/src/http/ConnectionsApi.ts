@@ -2,7 +2,15 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Connection, ConnectionState, CreateConnection, ReplaceCredentials, UpdateConnection } from "../Connection.ts"
-import { BadGateway, GatewayTimeout } from "../Errors.ts"
+import {
+  DisconnectConnection,
+  DisconnectResult,
+  InitiateConnection,
+  Reauthorize,
+  SetupProgress,
+  SubmitSetupStep
+} from "../ConnectionSetup.ts"
+import { BadGateway, GatewayTimeout, ServiceUnavailable } from "../Errors.ts"
 import { Page } from "../Resource.ts"
 import { listQuery, permission, resourceErrors } from "./Endpoints.ts"
 import { Authentication, RequiredPermission } from "./Security.ts"
@@ -56,6 +64,56 @@ export class ConnectionsApi extends HttpApiGroup.make("connections")
       .annotate(
         OpenApi.Description,
         "Rotates a connection's credentials (api_key, basic, OAuth2 client credentials) without changing its id; client-credentials connections fetch a new token first. Credentials are never returned."
+      ),
+    HttpApiEndpoint.post("initiate", "/api/v1/connections/_initiate", {
+      payload: InitiateConnection,
+      success: SetupProgress.pipe(HttpApiSchema.status(201)),
+      error: [...resourceErrors, BadGateway, GatewayTimeout, ServiceUnavailable]
+    })
+      .annotate(RequiredPermission, permission("connections", "create"))
+      .annotate(
+        OpenApi.Description,
+        "Starts interactive setup (spec 4.1): creates the connection in state setup and answers its next step: a form (preconnect, credentials or configure) or a redirect URL that sends the browser to the OAuth2 provider. Without intoNamespace the connector's namespace is used, else the single child namespace where the caller may create connections."
+      ),
+    HttpApiEndpoint.get("setupProgress", "/api/v1/connections/:id/_setup", {
+      params,
+      success: SetupProgress,
+      error: [...resourceErrors, BadGateway, GatewayTimeout, ServiceUnavailable]
+    })
+      .annotate(RequiredPermission, permission("connections", "get"))
+      .annotate(OpenApi.Description, "The step a connection in setup stands at (setupStepId) and what to do next."),
+    HttpApiEndpoint.post("submitSetupStep", "/api/v1/connections/:id/_setup", {
+      params,
+      payload: SubmitSetupStep,
+      success: SetupProgress,
+      error: [...resourceErrors, BadGateway, GatewayTimeout, ServiceUnavailable]
+    })
+      .annotate(RequiredPermission, permission("connections", "update"))
+      .annotate(
+        OpenApi.Description,
+        "Submits the values of the current form step; the connection advances to its next step, runs its verify probes after the last one and becomes configured."
+      ),
+    HttpApiEndpoint.post("reauthorize", "/api/v1/connections/:id/_reauthorize", {
+      params,
+      payload: Reauthorize,
+      success: SetupProgress,
+      error: [...resourceErrors, BadGateway, GatewayTimeout, ServiceUnavailable]
+    })
+      .annotate(RequiredPermission, permission("connections", "update"))
+      .annotate(
+        OpenApi.Description,
+        "Starts the OAuth2 authorization again for an authorization-code connection (the action of a re-authentication notification); the connection keeps working with its current tokens until the new ones arrive."
+      ),
+    HttpApiEndpoint.post("disconnect", "/api/v1/connections/:id/_disconnect", {
+      params,
+      payload: DisconnectConnection,
+      success: DisconnectResult,
+      error: resourceErrors
+    })
+      .annotate(RequiredPermission, permission("connections", "disconnect"))
+      .annotate(
+        OpenApi.Description,
+        "Disconnects a connection: revokes its OAuth2 tokens at the provider (RFC 7009, when the connector names a revocation endpoint; a failed revocation is reported and does not stop the disconnect), deletes its credentials and soft-deletes it."
       )
   )
   .middleware(Authentication)

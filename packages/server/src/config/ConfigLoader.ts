@@ -11,7 +11,14 @@ import { allServiceIds, type ServiceId } from "@svc/domain/Auth"
 import { issueDetails } from "@svc/domain/Errors"
 import { parseDuration } from "@svc/domain/Duration"
 import { ConfigFile, type ConfiguredActor, type DatabaseConfig } from "./ConfigSchema.ts"
-import type { Listener, ResolvedConfig, ResolvedDatabase, RootKeySource, SigningKey } from "./SvcConfig.ts"
+import type {
+  ClientSecretSource,
+  Listener,
+  ResolvedConfig,
+  ResolvedDatabase,
+  RootKeySource,
+  SigningKey
+} from "./SvcConfig.ts"
 
 /** The configuration could not be read or is invalid; `problems` name each bad key. */
 export class ConfigError extends Schema.TaggedError<ConfigError>()("ConfigError", {
@@ -187,6 +194,51 @@ const resolveRootKey = (
   return { source: "generated", path: path.join(dataDir, "root.key") }
 }
 
+const resolveClientSecrets = (
+  file: ConfigFile,
+  base: string,
+  problems: Array<string>
+): ReadonlyMap<string, ClientSecretSource> => {
+  const out = new Map<string, ClientSecretSource>()
+  for (const [index, client] of (file.oauth2?.clients ?? []).entries()) {
+    const at = `oauth2.clients[${index}]`
+    const secret = client.client_secret
+    if ([secret.path, secret.env, secret.value].filter((v) => v !== undefined).length !== 1) {
+      problems.push(`${at}.client_secret: set exactly one of path, env or value`)
+    }
+    if (out.has(client.client_id)) problems.push(`${at}.client_id: ${client.client_id} is configured twice`)
+    if (secret.env !== undefined && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(secret.env)) {
+      problems.push(`${at}.client_secret.env: must be an environment variable name`)
+    }
+    const source: ClientSecretSource | undefined =
+      secret.path !== undefined
+        ? { source: "file", path: path.resolve(base, secret.path) }
+        : secret.env !== undefined
+          ? { source: "env", name: secret.env }
+          : secret.value !== undefined
+            ? { source: "value", value: Redacted.make(secret.value) }
+            : undefined
+    if (source !== undefined) out.set(client.client_id, source)
+  }
+  return out
+}
+
+const publicBaseUrl = (file: ConfigFile, listener: Listener, problems: Array<string>): string => {
+  const configured = file.public?.base_url
+  if (configured === undefined) {
+    const host = listener.host === "0.0.0.0" || listener.host === "::" ? "127.0.0.1" : listener.host
+    return `http://${host.includes(":") ? `[${host}]` : host}:${listener.port}`
+  }
+  try {
+    const url = new URL(configured)
+    if (url.protocol !== "http:" && url.protocol !== "https:") problems.push("public.base_url: must be http or https")
+    return configured.replace(/\/+$/, "")
+  } catch {
+    problems.push("public.base_url: must be an absolute URL")
+    return configured
+  }
+}
+
 /** A duration key in milliseconds: the default when absent, a problem when below `minimumMs`. */
 const intervalMs = (
   text: string | undefined,
@@ -277,6 +329,34 @@ export const resolve = (file: ConfigFile, source: string, cwd: string): Effect.E
       maxConcurrency: file.probes?.max_concurrency ?? 8
     },
     hostApplication: file.host_application ?? {},
+    publicService: {
+      baseUrl: publicBaseUrl(file, listeners.public, problems),
+      sessionTtlMs: intervalMs(file.public?.session_ttl, "public.session_ttl", 8 * 60 * 60 * 1000, 60_000, problems)
+    },
+    oauth2: {
+      clients: resolveClientSecrets(file, base, problems),
+      defaultTokenLifetimeMs: intervalMs(
+        file.oauth2?.default_token_lifetime,
+        "oauth2.default_token_lifetime",
+        60 * 60 * 1000,
+        1000,
+        problems
+      ),
+      refreshSweepIntervalMs: intervalMs(
+        file.oauth2?.refresh_sweep_interval,
+        "oauth2.refresh_sweep_interval",
+        30_000,
+        100,
+        problems
+      ),
+      authorizationTimeoutMs: intervalMs(
+        file.oauth2?.authorization_timeout,
+        "oauth2.authorization_timeout",
+        10 * 60 * 1000,
+        1000,
+        problems
+      )
+    },
     telemetry: file.telemetry ?? {},
     file
   }

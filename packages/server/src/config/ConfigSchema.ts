@@ -122,7 +122,13 @@ export const ConfigFile = Schema.Struct({
       ui: Schema.optionalKey(Schema.Struct({ initiate_session_url: Schema.optionalKey(NonEmpty) }))
     })
   ),
-  public: Schema.optionalKey(Schema.Struct({ ...Listener, base_url: Schema.optionalKey(NonEmpty) })),
+  public: Schema.optionalKey(
+    Schema.Struct({
+      ...Listener,
+      base_url: Schema.optionalKey(NonEmpty),
+      session_ttl: Schema.optionalKey(DurationString)
+    })
+  ),
   worker: Schema.optionalKey(Schema.Struct(Listener)),
   http: Schema.optionalKey(Schema.Struct({ max_body_bytes: Schema.optionalKey(PositiveInt) })),
   database: Schema.optionalKey(DatabaseConfig),
@@ -169,6 +175,25 @@ export const ConfigFile = Schema.Struct({
   ),
   telemetry: Schema.optionalKey(TelemetryConfig),
   encryption: Schema.optionalKey(EncryptionConfig),
+  oauth2: Schema.optionalKey(
+    Schema.Struct({
+      clients: Schema.optionalKey(
+        Schema.Array(
+          Schema.Struct({
+            client_id: NonEmpty,
+            client_secret: Schema.Struct({
+              path: Schema.optionalKey(NonEmpty),
+              env: Schema.optionalKey(NonEmpty),
+              value: Schema.optionalKey(NonEmpty)
+            })
+          })
+        )
+      ),
+      default_token_lifetime: Schema.optionalKey(DurationString),
+      refresh_sweep_interval: Schema.optionalKey(DurationString),
+      authorization_timeout: Schema.optionalKey(DurationString)
+    })
+  ),
   outbound: Schema.optionalKey(Schema.Struct({ allow_private_networks: Schema.optionalKey(Schema.Boolean) })),
   probes: Schema.optionalKey(
     Schema.Struct({

@@ -31,6 +31,12 @@ export type RootKeySource =
   | { readonly source: "value"; readonly value: Redacted.Redacted<string> }
   | { readonly source: "generated"; readonly path: string }
 
+/** Where an OAuth2 client secret comes from (read when used, never logged). */
+export type ClientSecretSource =
+  | { readonly source: "file"; readonly path: string }
+  | { readonly source: "env"; readonly name: string }
+  | { readonly source: "value"; readonly value: Redacted.Redacted<string> }
+
 export interface ResolvedConfig {
   /** The file the configuration came from, or `embedded default`. */
   readonly source: string
@@ -61,6 +67,15 @@ export interface ResolvedConfig {
   /** Background connection probes: scheduler tick and parallelism. */
   readonly probes: { readonly pollIntervalMs: number; readonly maxConcurrency: number }
   readonly hostApplication: NonNullable<ConfigFile["host_application"]>
+  /** The browser-facing service: its external base URL (no trailing slash) and session lifetime. */
+  readonly publicService: { readonly baseUrl: string; readonly sessionTtlMs: number }
+  /** OAuth2 connections: client secrets by client id, token lifetime default, sweep and authorization timing. */
+  readonly oauth2: {
+    readonly clients: ReadonlyMap<string, ClientSecretSource>
+    readonly defaultTokenLifetimeMs: number
+    readonly refreshSweepIntervalMs: number
+    readonly authorizationTimeoutMs: number
+  }
   readonly telemetry: NonNullable<ConfigFile["telemetry"]>
   /** The decoded file as written, for features that read their own block. */
   readonly file: ConfigFile

@@ -1,7 +1,8 @@
 /**
  * Credentials of server-side connections (API-CONVENTIONS "Resources"): what each auth method
- * accepts, the OAuth2 client-credentials token fetch, and keeping that token fresh. Inputs are
- * validated without ever echoing a value; provider failures say what went wrong, never a secret.
+ * accepts and the first OAuth2 client-credentials token fetch (keeping tokens fresh is
+ * `TokenRefresher`'s). Inputs are validated without ever echoing a value; provider failures say
+ * what went wrong, never a secret.
  */
 import {
   ApiKeyCredentials,
@@ -19,9 +20,6 @@ import { endpointOptions } from "./OutboundOptions.ts"
 
 /** Errors of accepting credentials. */
 export type CredentialsError = BadRequest | BadGateway | GatewayTimeout
-
-/** A client-credentials token is renewed when it expires within this window. */
-const renewBeforeMs = 60_000
 
 const decodeWith =
   <A>(schema: Schema.Codec<A, unknown>, root: string) =>
@@ -58,7 +56,7 @@ const tokenFailure = (failure: TokenRequestFailed): CredentialsError => {
   }
 }
 
-/** Accepting and renewing connection credentials. */
+/** Accepting connection credentials. */
 export class Credentials extends Context.Service<
   Credentials,
   {
@@ -70,11 +68,6 @@ export class Credentials extends Context.Service<
       definition: ConnectorDefinition,
       input: unknown,
       root: string
-    ) => Effect.Effect<StoredCredentials | undefined, CredentialsError>
-    /** A fresh client-credentials token for stored credentials near or past expiry; else undefined. */
-    readonly renew: (
-      definition: ConnectorDefinition,
-      stored: StoredCredentials | undefined
     ) => Effect.Effect<StoredCredentials | undefined, CredentialsError>
   }
 >()("@svc/server/Credentials") {
@@ -161,21 +154,7 @@ export class Credentials extends Context.Service<
         }
       })
 
-      const renew = Effect.fn("Credentials.renew")(function* (
-        definition: ConnectorDefinition,
-        stored: StoredCredentials | undefined
-      ) {
-        if (stored?.kind !== "oauth2_client_credentials") return undefined
-        const expiresAt = stored.token.expires_at
-        const now = yield* Clock.currentTimeMillis
-        if (expiresAt === undefined || expiresAt - renewBeforeMs > now) return undefined
-        return yield* clientCredentials(definition, {
-          client_id: stored.client_id,
-          ...(stored.client_secret === undefined ? {} : { client_secret: stored.client_secret })
-        })
-      })
-
-      return Credentials.of({ accept, renew })
+      return Credentials.of({ accept })
     })
   )
 }

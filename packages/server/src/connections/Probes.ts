@@ -9,7 +9,6 @@ import { fillPlaceholders, placeholderKeys, probeStatusOk } from "@svc/domain/Co
 import { parseDuration } from "@svc/domain/Duration"
 import { NotFound } from "@svc/domain/Errors"
 import type { AuthenticatedActor } from "@svc/domain/http/Security"
-import { ConnectionRepo } from "@svc/sql/ConnectionRepo"
 import type { ConnectionRow } from "@svc/sql/Rows"
 import { Clock, Context, DateTime, Effect, Layer } from "effect"
 import { SvcConfig } from "../config/SvcConfig.ts"
@@ -19,9 +18,8 @@ import { ConnectorDefinitions } from "../services/ConnectorDefinitions.ts"
 import * as Kinds from "../services/ResourceKinds.ts"
 import { type ResourceError, ResourceOps } from "../services/ResourceOps.ts"
 import { ConnectionSecrets } from "./ConnectionSecrets.ts"
-import { Credentials } from "./Credentials.ts"
 import { upstreamOptions } from "./OutboundOptions.ts"
-import { usableCredentials } from "./UsableCredentials.ts"
+import { TokenRefresher } from "./TokenRefresher.ts"
 
 /** One probe of a definition. */
 export type ProbeDefinition = NonNullable<ConnectorDefinition["probes"]>[number]
@@ -78,19 +76,16 @@ export class Probes extends Context.Service<
   static readonly layer: Layer.Layer<
     Probes,
     never,
-    ResourceOps | ConnectorDefinitions | ConnectionSecrets | Credentials | Outbound | ConnectionRepo | SvcConfig
+    ResourceOps | ConnectorDefinitions | ConnectionSecrets | TokenRefresher | Outbound | SvcConfig
   > = Layer.effect(
     Probes,
     Effect.gen(function* () {
       const ops = yield* ResourceOps
       const definitions = yield* ConnectorDefinitions
       const secrets = yield* ConnectionSecrets
-      const credentials = yield* Credentials
+      const refresher = yield* TokenRefresher
       const outbound = yield* Outbound
-      const connections = yield* ConnectionRepo
       const config = yield* SvcConfig
-
-      const usable = usableCredentials({ secrets, credentials, connections })
 
       const run = Effect.fn("Probes.run")(function* (
         row: ConnectionRow,
@@ -112,11 +107,9 @@ export class Probes extends Context.Service<
         const configuration = yield* secrets.configuration(row)
         const target = renderProbe(probe, configuration)
         if ("error" in target) return yield* finish({ outcome: "failure", error: target.error })
-        const creds = yield* usable(row, definition).pipe(Effect.result)
-        if (creds._tag === "Failure") {
-          return yield* finish({ outcome: "failure", error: `credentials: ${creds.failure.error}` })
-        }
-        const request = injectCredentials(definition.auth, creds.success, {
+        // A token due for refresh is refreshed first; a failed refresh leaves the verdict to the upstream.
+        const credentials = yield* refresher.usable(row, definition)
+        const request = injectCredentials(definition.auth, credentials, {
           url: target.url,
           headers: target.headers
         })

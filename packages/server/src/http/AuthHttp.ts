@@ -1,7 +1,7 @@
 /** Handlers of the `auth` group (`GET /api/v1/auth/whoami`) on api and admin-api. */
 import { DateTime, Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { AdminApiV1, ApiV1 } from "@svc/domain/http/Apis"
+import { AdminApiV1, ApiV1, PublicApi } from "@svc/domain/http/Apis"
 import type { WhoAmI } from "@svc/domain/http/AuthApi"
 import { CurrentActor } from "@svc/domain/http/Security"
 
@@ -29,3 +29,4 @@ const whoami = Effect.gen(function* () {
 
 export const ApiAuthHttp = HttpApiBuilder.group(ApiV1, "auth", (h) => h.handle("whoami", () => whoami))
 export const AdminApiAuthHttp = HttpApiBuilder.group(AdminApiV1, "auth", (h) => h.handle("whoami", () => whoami))
+export const PublicAuthHttp = HttpApiBuilder.group(PublicApi, "auth", (h) => h.handle("whoami", () => whoami))

@@ -4,14 +4,36 @@
  * no namespace at all.
  */
 import { Context, Effect, Layer, Option, Redacted } from "effect"
+import type { HttpApiEndpoint } from "effect/http-api"
 import { Forbidden, Unauthorized } from "@svc/domain/Errors"
 import { hasAnyGrant } from "@svc/domain/PermissionMatcher"
-import { Authentication, CurrentActor, RequiredPermission } from "@svc/domain/http/Security"
+import {
+  type AuthenticatedActor,
+  Authentication,
+  CurrentActor,
+  RequiredPermission
+} from "@svc/domain/http/Security"
 import { Authenticator } from "../services/Authenticator.ts"
 import { CurrentService } from "../services/CurrentService.ts"
 
 const missing = new Unauthorized({ error: "a bearer token is required", code: "unauthorized" })
 
+/**
+ * Refuses with 403 an endpoint whose declared `RequiredPermission` the actor (narrowed by its
+ * token restrictions) holds in no namespace at all; shared by every authentication middleware.
+ */
+export const requirePermission = (
+  actor: AuthenticatedActor,
+  endpoint: HttpApiEndpoint.Top
+): Effect.Effect<void, Forbidden> => {
+  const required = Context.getOption(endpoint.annotations, RequiredPermission)
+  if (Option.isNone(required) || hasAnyGrant(actor, required.value.resource, required.value.verb)) return Effect.void
+  return Effect.fail(
+    new Forbidden({ error: `permission ${required.value.resource}:${required.value.verb} is required`, code: "forbidden" })
+  )
+}
+
+/** The bearer middleware of the api, admin-api and worker services (the service comes from `CurrentService`). */
 export const AuthenticationLive = Layer.effect(
   Authentication,
   Effect.gen(function* () {
@@ -22,13 +44,7 @@ export const AuthenticationLive = Layer.effect(
         const token = Redacted.value(credential)
         if (token === "") return yield* missing
         const actor = yield* authenticator.authenticate(token, service)
-        const required = Context.getOption(endpoint.annotations, RequiredPermission)
-        if (Option.isSome(required) && !hasAnyGrant(actor, required.value.resource, required.value.verb)) {
-          return yield* new Forbidden({
-            error: `permission ${required.value.resource}:${required.value.verb} is required`,
-            code: "forbidden"
-          })
-        }
+        yield* requirePermission(actor, endpoint)
         return yield* Effect.provideService(httpEffect, CurrentActor, actor)
       })
     })

@@ -1,5 +1,5 @@
 /** Handlers of the notification routes on the api and admin-api (spec 4.4). */
-import { AdminApiV1, ApiV1 } from "@svc/domain/http/Apis"
+import { AdminApiV1, ApiV1, PublicApi } from "@svc/domain/http/Apis"
 import type { NotificationsApi } from "@svc/domain/http/NotificationsApi"
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
@@ -23,3 +23,6 @@ export const ApiNotificationsHttp = HttpApiBuilder.group(ApiV1, "notifications",
 
 /** The notification group of the admin-api service. */
 export const AdminApiNotificationsHttp = HttpApiBuilder.group(AdminApiV1, "notifications", notifications)
+
+/** The notification group of the public service (browser sessions). */
+export const PublicNotificationsHttp = HttpApiBuilder.group(PublicApi, "notifications", notifications)

@@ -4,7 +4,7 @@
  * admin-api, so one builder per group registers on both declarations.
  */
 import type { ActorsApi } from "@svc/domain/http/ActorsApi"
-import { AdminApiV1, ApiV1 } from "@svc/domain/http/Apis"
+import { AdminApiV1, ApiV1, PublicApi } from "@svc/domain/http/Apis"
 import type { ConnectionsApi } from "@svc/domain/http/ConnectionsApi"
 import type { ConnectorsApi } from "@svc/domain/http/ConnectorsApi"
 import type { KeysApi } from "@svc/domain/http/KeysApi"
@@ -14,7 +14,9 @@ import { type AuthenticatedActor, CurrentActor } from "@svc/domain/http/Security
 import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Actors } from "../services/Actors.ts"
+import { ConnectionDisconnect } from "../services/ConnectionDisconnect.ts"
 import { Connections } from "../services/Connections.ts"
+import { ConnectionSetup } from "../services/ConnectionSetup.ts"
 import { Connectors } from "../services/Connectors.ts"
 import { Keys } from "../services/Keys.ts"
 import { Namespaces } from "../services/Namespaces.ts"
@@ -66,7 +68,7 @@ const connectors = (h: HttpApiBuilder.Handlers.FromGroup<typeof ConnectorsApi>) 
   )
 
 const connections = (h: HttpApiBuilder.Handlers.FromGroup<typeof ConnectionsApi>) =>
-  Effect.map(Connections, (svc) =>
+  Effect.map(Effect.all([Connections, ConnectionSetup, ConnectionDisconnect]), ([svc, setup, disconnects]) =>
     h
       .handle("create", ({ payload }) => withActor((a) => svc.create(a, payload)))
       .handle("list", ({ query }) =>
@@ -77,6 +79,13 @@ const connections = (h: HttpApiBuilder.Handlers.FromGroup<typeof ConnectionsApi>
       .handle("replaceCredentials", ({ params, payload }) =>
         withActor((a) => svc.replaceCredentials(a, params.id, payload.credentials))
       )
+      .handle("initiate", ({ payload }) => withActor((a) => setup.initiate(a, payload)))
+      .handle("setupProgress", ({ params }) => withActor((a) => setup.progress(a, params.id)))
+      .handle("submitSetupStep", ({ params, payload }) => withActor((a) => setup.submit(a, params.id, payload)))
+      .handle("reauthorize", ({ params, payload }) =>
+        withActor((a) => setup.reauthorize(a, params.id, payload.returnToUrl))
+      )
+      .handle("disconnect", ({ params }) => withActor((a) => disconnects.disconnect(a, params.id)))
   )
 
 const keys = (h: HttpApiBuilder.Handlers.FromGroup<typeof KeysApi>) =>
@@ -113,6 +122,12 @@ export const ApiResourcesHttp = Layer.mergeAll(
   HttpApiBuilder.group(ApiV1, "connections", connections),
   HttpApiBuilder.group(ApiV1, "keys", keys),
   HttpApiBuilder.group(ApiV1, "rateLimits", rateLimits)
+)
+
+/** The resource groups the public service serves to browser sessions (marketplace). */
+export const PublicResourcesHttp = Layer.mergeAll(
+  HttpApiBuilder.group(PublicApi, "connectors", connectors),
+  HttpApiBuilder.group(PublicApi, "connections", connections)
 )
 
 /** The resource groups of the admin-api service. */

@@ -59,7 +59,8 @@ describe("fetchClientCredentialsToken", () => {
         access_token: "at-1",
         token_type: "bearer",
         expires_at: now + 3_600_000,
-        scope: "read write"
+        scope: "read write",
+        obtained_at: now
       })
       const request = server.requests[0]
       assert.strictEqual(request?.method, "POST")
@@ -114,7 +115,8 @@ describe("fetchClientCredentialsToken", () => {
         access_token: "gho_abc",
         token_type: "bearer",
         scope: "repo,gist",
-        expires_at: now + 60_000
+        expires_at: now + 60_000,
+        obtained_at: now
       })
       const huge = yield* fetchWith(server, { token_endpoint: `${server.origin}/huge` })
       assert.strictEqual(huge.expires_at, now + 365 * 24 * 3600 * 1000)

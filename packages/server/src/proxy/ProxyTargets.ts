@@ -3,20 +3,17 @@
  * request runs no SQL (ARCHITECTURE "request path" steps 2 and 6): the row, its connector
  * version's definition, the decrypted credentials and the outbound options. Entries live 5 s
  * (another process's write is seen within that), writes in this process evict at once
- * (`ConnectionChanges`), and a client-credentials token due for renewal is renewed on load.
+ * (`ConnectionChanges`), and an OAuth2 token due for refresh is refreshed on load (`TokenRefresher`).
  */
 import type { StoredCredentials } from "@svc/domain/ConnectorAuth"
 import type { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
 import { Conflict, Forbidden, NotFound } from "@svc/domain/Errors"
 import type { AuthenticatedActor } from "@svc/domain/http/Security"
-import { ConnectionRepo } from "@svc/sql/ConnectionRepo"
 import type { ConnectionRow } from "@svc/sql/Rows"
 import { Cache, Context, Duration, Effect, Exit, Layer, Option } from "effect"
 import { SvcConfig } from "../config/SvcConfig.ts"
-import { ConnectionSecrets } from "../connections/ConnectionSecrets.ts"
-import { Credentials } from "../connections/Credentials.ts"
 import { upstreamOptions } from "../connections/OutboundOptions.ts"
-import { usableCredentials } from "../connections/UsableCredentials.ts"
+import { TokenRefresher } from "../connections/TokenRefresher.ts"
 import { ConnectionChanges } from "../services/ConnectionChanges.ts"
 import { ConnectorDefinitions } from "../services/ConnectorDefinitions.ts"
 import * as Kinds from "../services/ResourceKinds.ts"
@@ -55,9 +52,7 @@ export class ProxyTargets extends Context.Service<
     never,
     | ResourceOps
     | ConnectorDefinitions
-    | ConnectionSecrets
-    | Credentials
-    | ConnectionRepo
+    | TokenRefresher
     | ConnectionChanges
     | SvcConfig
   > = Layer.effect(
@@ -65,24 +60,11 @@ export class ProxyTargets extends Context.Service<
     Effect.gen(function* () {
       const ops = yield* ResourceOps
       const definitions = yield* ConnectorDefinitions
-      const secrets = yield* ConnectionSecrets
-      const credentials = yield* Credentials
-      const connections = yield* ConnectionRepo
+      const refresher = yield* TokenRefresher
       const changes = yield* ConnectionChanges
       const config = yield* SvcConfig
       const allowPrivate = config.outbound.allowPrivateNetworks
 
-      const renewing = usableCredentials({ secrets, credentials, connections })
-      /** The credentials; a failed renewal keeps the old token and lets the upstream decide. */
-      const usable = (row: ConnectionRow, definition: ConnectorDefinition) =>
-        renewing(row, definition).pipe(
-          Effect.catch((error) =>
-            Effect.andThen(
-              Effect.logWarning(`token renewal for connection ${row.id} failed: ${error.error}`),
-              secrets.credentials(row)
-            )
-          )
-        )
 
       const load = (id: string) =>
         Effect.gen(function* () {
@@ -93,7 +75,8 @@ export class ProxyTargets extends Context.Service<
           const target: ProxyTarget = {
             row,
             definition,
-            credentials: row.state === "configured" ? yield* usable(row, definition) : undefined,
+            // A failed refresh keeps the old token and lets the upstream decide.
+            credentials: row.state === "configured" ? yield* refresher.usable(row, definition) : undefined,
             send: upstreamOptions(definition, allowPrivate),
             redact: redactionTargets(definition.auth)
           }

@@ -63,7 +63,8 @@ export const connection = (row: ConnectionRow, configuration: Readonly<Record<st
   state: row.state,
   healthState: row.healthState,
   setupStepId: row.setupStepId,
-  configuration
+  configuration,
+  ...(row.grantedScopes === undefined || row.grantedScopes === null ? {} : { grantedScopes: row.grantedScopes })
 })
 
 /** A key with its current data key version. */

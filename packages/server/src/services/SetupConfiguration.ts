@@ -170,3 +170,35 @@ export const redactConfiguration = (
     Object.entries(configuration).map(([key, value]) => [key, secrets.has(key) ? "[redacted]" : value])
   )
 }
+
+/**
+ * Validates the values of one step (interactive setup): only that step's keys, every error
+ * reported (required ones included, in either phase); answers the values with defaults applied.
+ */
+export const validateStepValues = Effect.fnUntraced(function* (
+  definition: Pick<ConnectorDefinition, "setup_flow">,
+  stepId: string,
+  values: Readonly<Record<string, unknown>>,
+  root = "body.values"
+): Effect.fn.Return<Record<string, unknown>, BadRequest> {
+  const step = compiledSteps(definition).find((candidate) => candidate.id === stepId)
+  if (step === undefined) return yield* invalid([{ field: root, message: `no setup step ${stepId}` }])
+  const details: Array<ErrorDetail> = []
+  for (const key of Object.keys(values)) {
+    if (!step.keys.includes(key)) details.push({ field: `${root}.${key}`, message: "not declared by this step" })
+  }
+  const part: Record<string, unknown> = {}
+  for (const key of step.keys) if (key in values) part[key] = structuredClone(values[key])
+  step.validate(part)
+  for (const error of step.validate.errors ?? []) {
+    const at = `${root}${pointerPath(error.instancePath)}`
+    const missing = error.keyword === "required" ? stringParam(error, "missingProperty") : undefined
+    details.push(
+      missing === undefined
+        ? { field: at, message: error.message ?? "is invalid" }
+        : { field: `${at}.${missing}`, message: "is required" }
+    )
+  }
+  if (details.length > 0) return yield* invalid(details)
+  return part
+})

@@ -1,0 +1,90 @@
+/**
+ * The order a connection walks through interactive setup (spec 2.7, 3.1): the definition's
+ * `preconnect` steps, the auth step, the `configure` steps, then the verify probes. Pure: what a
+ * step is and which comes next; the service stores where a connection stands in `setupStepId`.
+ */
+import { credentialsStepId, oauth2StepId, type SetupPhase, verifyStepId } from "@svc/domain/ConnectionSetup"
+import type { ConnectorAuth } from "@svc/domain/ConnectorAuth"
+import type { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
+import { type SetupStep, setupSteps } from "@svc/domain/SetupFlow"
+
+/** One step of a connection's setup. */
+export type PlannedStep =
+  | {
+      readonly kind: "form"
+      readonly id: string
+      readonly phase: Exclude<SetupPhase, "credentials">
+      readonly step: SetupStep
+    }
+  | { readonly kind: "credentials"; readonly id: typeof credentialsStepId; readonly schema: Record<string, unknown> }
+  | { readonly kind: "oauth2"; readonly id: typeof oauth2StepId }
+  | { readonly kind: "verify"; readonly id: typeof verifyStepId }
+
+const secretString = (title: string) => ({ type: "string", title, minLength: 1, writeOnly: true, format: "password" })
+
+/** The form of the credentials a user types for methods without a browser redirect; undefined for none and auth code. */
+export const credentialsSchema = (auth: ConnectorAuth): Record<string, unknown> | undefined => {
+  const form = (properties: Record<string, unknown>, required: ReadonlyArray<string>) => ({
+    type: "object",
+    properties,
+    required,
+    additionalProperties: false
+  })
+  switch (auth.type) {
+    case "none":
+      return undefined
+    case "api_key":
+      return form({ api_key: secretString("API key") }, ["api_key"])
+    case "basic":
+      return form(
+        {
+          username: { type: "string", title: "Username", maxLength: 1024, pattern: "^[^:]*$" },
+          password: { ...secretString("Password"), minLength: 0 }
+        },
+        ["username", "password"]
+      )
+    case "oauth2":
+      if (auth.grant_type === "authorization_code") return undefined
+      return auth.client_auth === "none"
+        ? form({ client_id: { type: "string", title: "Client ID", minLength: 1 } }, ["client_id"])
+        : form(
+            {
+              client_id: { type: "string", title: "Client ID", minLength: 1 },
+              client_secret: secretString("Client secret")
+            },
+            ["client_id", "client_secret"]
+          )
+  }
+}
+
+/** True when the definition uses the OAuth2 authorization-code grant (a browser redirect). */
+export const isAuthorizationCode = (definition: Pick<ConnectorDefinition, "auth">): boolean =>
+  definition.auth.type === "oauth2" && definition.auth.grant_type === "authorization_code"
+
+/** Every step of the definition's setup, in order. */
+export const setupPlan = (definition: ConnectorDefinition): ReadonlyArray<PlannedStep> => {
+  const steps = setupSteps(definition.setup_flow)
+  const form = (phase: "preconnect" | "configure"): Array<PlannedStep> =>
+    steps.filter((s) => s.phase === phase).map((s) => ({ kind: "form", id: s.step.id, phase, step: s.step }))
+  const auth: Array<PlannedStep> = []
+  if (isAuthorizationCode(definition)) auth.push({ kind: "oauth2", id: oauth2StepId })
+  else {
+    const schema = credentialsSchema(definition.auth)
+    if (schema !== undefined) auth.push({ kind: "credentials", id: credentialsStepId, schema })
+  }
+  const verify: Array<PlannedStep> = (definition.probes ?? []).some((probe) => probe.verify)
+    ? [{ kind: "verify", id: verifyStepId }]
+    : []
+  return [...form("preconnect"), ...auth, ...form("configure"), ...verify]
+}
+
+/** The step with `id`, if the plan has one. */
+export const stepById = (plan: ReadonlyArray<PlannedStep>, id: string): PlannedStep | undefined =>
+  plan.find((step) => step.id === id)
+
+/** The step after `id` (the first when `id` is null); undefined when setup is complete. */
+export const stepAfter = (plan: ReadonlyArray<PlannedStep>, id: string | null): PlannedStep | undefined => {
+  if (id === null) return plan[0]
+  const index = plan.findIndex((step) => step.id === id)
+  return index < 0 ? undefined : plan[index + 1]
+}

@@ -1,0 +1,93 @@
+/**
+ * Where a replacement OAuth2 token comes from (spec 8.3): the refresh_token grant for an
+ * authorization-code connection (its client from `OAuthClient`), the client credentials grant again
+ * for a client-credentials connection. One provider call through `Outbound` under the endpoint's
+ * policy, bounded in time; failures carry their spec 8.3 reason and a text without secrets.
+ */
+import type { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
+import { Effect } from "effect"
+import { fetchClientCredentialsToken } from "../oauth/ClientCredentials.ts"
+import { hasRefreshToken, type RefreshFailureReason, refreshFailureReason, refreshTokenSet } from "../oauth/Refresh.ts"
+import type { TokenRequestFailed } from "../oauth/TokenRequestFailed.ts"
+import type { Outbound, OutboundRequest, SendOptions } from "../proxy/Outbound.ts"
+import type { OAuthClient } from "./OAuthClient.ts"
+import { endpointOptions } from "./OutboundOptions.ts"
+import type { OAuth2Credentials } from "./UsableCredentials.ts"
+
+/** A refresh that did not produce a token: the metric reason and a secret-free description. */
+export interface TokenFailure {
+  readonly reason: RefreshFailureReason
+  readonly detail: string
+}
+
+/** What `makeTokenSource` needs. */
+export interface TokenSourceDeps {
+  readonly outbound: Outbound["Service"]
+  readonly clients: OAuthClient["Service"]
+  readonly allowPrivateNetworks: boolean
+  /** Upper bound of one provider call (connect, first byte and total). */
+  readonly maxCallMs: number
+}
+
+const internal = (detail: string): TokenFailure => ({ reason: "internal_error", detail })
+
+const fromRequest = (failure: TokenRequestFailed): TokenFailure => ({
+  reason: refreshFailureReason(failure),
+  detail: failure.message
+})
+
+/** The endpoint options of `endpoint`, every timeout capped at `maxMs`. */
+const capped = (options: SendOptions, maxMs: number): SendOptions => ({
+  ...options,
+  timeouts: {
+    connectMs: Math.min(options.timeouts.connectMs, maxMs),
+    firstByteMs: Math.min(options.timeouts.firstByteMs, maxMs),
+    totalMs: Math.min(options.timeouts.totalMs, maxMs)
+  }
+})
+
+/** The token source over one outbound client. */
+export const makeTokenSource = (deps: TokenSourceDeps) => ({
+  /** Replacement credentials for `current` under `definition`, obtained at `now` (epoch ms). */
+  obtain: (
+    definition: ConnectorDefinition,
+    current: OAuth2Credentials,
+    now: number
+  ): Effect.Effect<OAuth2Credentials, TokenFailure> => {
+    const auth = definition.auth
+    if (auth.type !== "oauth2") return Effect.fail(internal("the connector no longer uses OAuth2"))
+    const options = capped(endpointOptions(definition, auth.token_endpoint, deps.allowPrivateNetworks), deps.maxCallMs)
+    const send = (request: OutboundRequest) => deps.outbound.send(request, options)
+    if (current.kind === "oauth2_client_credentials") {
+      if (auth.grant_type !== "client_credentials") {
+        return Effect.fail(internal("the connector no longer uses the client credentials grant"))
+      }
+      const client = {
+        client_id: current.client_id,
+        ...(current.client_secret === undefined ? {} : { client_secret: current.client_secret })
+      }
+      return fetchClientCredentialsToken(auth, client, send, now).pipe(
+        Effect.map((token): OAuth2Credentials => ({ ...current, token })),
+        Effect.mapError(fromRequest)
+      )
+    }
+    if (auth.grant_type !== "authorization_code") {
+      return Effect.fail(internal("the connector no longer uses the authorization code grant"))
+    }
+    const token = current.token
+    if (!auth.refresh.enabled || !hasRefreshToken(token)) {
+      return Effect.fail({
+        reason: "no_refresh_token",
+        detail: auth.refresh.enabled ? "the provider issued no refresh token" : "refresh is disabled for this connector"
+      })
+    }
+    return deps.clients.resolve(auth).pipe(
+      Effect.mapError((error): TokenFailure => internal(error.message)),
+      Effect.flatMap((client) => Effect.mapError(refreshTokenSet(auth, client, token, send, now), fromRequest)),
+      Effect.map((next): OAuth2Credentials => ({ kind: "oauth2_authorization_code", token: next }))
+    )
+  }
+})
+
+/** The operations `makeTokenSource` returns. */
+export type TokenSource = ReturnType<typeof makeTokenSource>

@@ -1,0 +1,133 @@
+/**
+ * Disconnecting one connection (spec 3.1): it goes `disconnecting`, its OAuth2 tokens are revoked
+ * at the provider (RFC 7009; the refresh token first, then the access token, when the connector
+ * names a `revocation_endpoint`), its credentials are erased and it is soft-deleted as
+ * `disconnected`. A failed revocation never stops the disconnect: it is reported in the answer and
+ * logged (spec 3.1 "the third-party token revocation may have failed"), never with a token.
+ */
+import type { DisconnectResult, RevocationKind, RevocationOutcome } from "@svc/domain/ConnectionSetup"
+import type { StoredCredentials } from "@svc/domain/ConnectorAuth"
+import type { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
+import type { AuthenticatedActor } from "@svc/domain/http/Security"
+import { ConnectionRepo } from "@svc/sql/ConnectionRepo"
+import { Clock, Context, Effect, Layer } from "effect"
+import { SvcConfig } from "../config/SvcConfig.ts"
+import { ConnectionSecrets } from "../connections/ConnectionSecrets.ts"
+import { OAuthClient } from "../connections/OAuthClient.ts"
+import { endpointOptions } from "../connections/OutboundOptions.ts"
+import type { OAuth2Client } from "../oauth/ClientAuth.ts"
+import { revokeToken } from "../oauth/Revocation.ts"
+import { Outbound } from "../proxy/Outbound.ts"
+import { ConnectionChanges } from "./ConnectionChanges.ts"
+import { ConnectorDefinitions } from "./ConnectorDefinitions.ts"
+import * as Present from "./Presenters.ts"
+import * as Kinds from "./ResourceKinds.ts"
+import { type ResourceError, ResourceOps } from "./ResourceOps.ts"
+import { redactConfiguration } from "./SetupConfiguration.ts"
+
+/** Disconnects connections. */
+export class ConnectionDisconnect extends Context.Service<
+  ConnectionDisconnect,
+  { readonly disconnect: (actor: AuthenticatedActor, id: string) => Effect.Effect<DisconnectResult, ResourceError> }
+>()("@svc/server/ConnectionDisconnect") {
+  static readonly layer: Layer.Layer<
+    ConnectionDisconnect,
+    never,
+    | ResourceOps
+    | ConnectorDefinitions
+    | ConnectionSecrets
+    | ConnectionRepo
+    | ConnectionChanges
+    | OAuthClient
+    | Outbound
+    | SvcConfig
+  > = Layer.effect(
+    ConnectionDisconnect,
+    Effect.gen(function* () {
+      const ops = yield* ResourceOps
+      const definitions = yield* ConnectorDefinitions
+      const secrets = yield* ConnectionSecrets
+      const repo = yield* ConnectionRepo
+      const changes = yield* ConnectionChanges
+      const clients = yield* OAuthClient
+      const outbound = yield* Outbound
+      const config = yield* SvcConfig
+      const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
+
+      /** The client that revokes: the connector's (auth code) or the connection's own (client credentials). */
+      const revokingClient = (definition: ConnectorDefinition, stored: StoredCredentials) =>
+        stored.kind === "oauth2_client_credentials"
+          ? Effect.succeed<OAuth2Client | undefined>({
+              client_id: stored.client_id,
+              ...(stored.client_secret === undefined ? {} : { client_secret: stored.client_secret })
+            })
+          : definition.auth.type !== "oauth2" || definition.auth.grant_type !== "authorization_code"
+            ? Effect.succeed<OAuth2Client | undefined>(undefined)
+            : clients.resolve(definition.auth).pipe(
+                Effect.map((client): OAuth2Client | undefined => client),
+                Effect.catch(() => Effect.succeed<OAuth2Client | undefined>(undefined))
+              )
+
+      const revokeAll = (
+        connectionId: string,
+        definition: ConnectorDefinition,
+        stored: StoredCredentials | undefined
+      ) =>
+        Effect.gen(function* () {
+          const auth = definition.auth
+          if (auth.type !== "oauth2" || auth.revocation_endpoint === undefined) return []
+          if (stored?.kind !== "oauth2_authorization_code" && stored?.kind !== "oauth2_client_credentials") return []
+          const endpoint = auth.revocation_endpoint
+          const client = yield* revokingClient(definition, stored)
+          const tokens: Array<readonly [RevocationKind, string]> = []
+          if (stored.token.refresh_token !== undefined) tokens.push(["refresh_token", stored.token.refresh_token])
+          tokens.push(["access_token", stored.token.access_token])
+          const options = endpointOptions(definition, endpoint, config.outbound.allowPrivateNetworks)
+          return yield* Effect.forEach(tokens, ([kind, token]) =>
+            (client === undefined
+              ? Effect.succeed<RevocationOutcome>({ kind, result: "failure", reason: "client_not_configured" })
+              : revokeToken(endpoint, auth.client_auth, client, { token, tokenTypeHint: kind }, (request) =>
+                  outbound.send(request, options)
+                ).pipe(
+                  Effect.as<RevocationOutcome>({ kind, result: "success" }),
+                  Effect.catch((failure) =>
+                    Effect.logWarning(
+                      `oauth2 ${kind} revocation for ${connectionId} failed (${failure.reason}); disconnecting anyway`
+                    ).pipe(Effect.as<RevocationOutcome>({ kind, result: "failure", reason: failure.reason }))
+                  )
+                )
+            ).pipe(
+              Effect.withSpan("oauth2.revoke", {
+                attributes: { "svc.connection_id": connectionId, "svc.oauth2.revocation_kind": kind }
+              })
+            )
+          )
+        })
+
+      const disconnect = Effect.fn("ConnectionDisconnect.disconnect")(function* (
+        actor: AuthenticatedActor,
+        id: string
+      ) {
+        const row = yield* ops.load(actor, Kinds.connections, id, "disconnect")
+        const definition = yield* definitions.get(row.connectorId, row.connectorVersion)
+        yield* Effect.orDie(repo.setState(id, "disconnecting", yield* now))
+        changes.changed(id)
+        const stored = yield* secrets.credentials(row)
+        const revocations = yield* revokeAll(id, definition, stored)
+        const configuration = yield* secrets.configuration(row)
+        yield* Effect.orDie(repo.markDisconnected(id, yield* now))
+        changes.changed(id)
+        yield* Effect.logInfo(
+          `connection ${id} disconnected; revocations: ${revocations.map((r) => `${r.kind} ${r.result}`).join(", ") || "none"}`
+        )
+        const connection = Present.connection(
+          { ...row, state: "disconnected", setupStepId: null },
+          redactConfiguration(definition, configuration)
+        )
+        return { connection, revocations } satisfies DisconnectResult
+      })
+
+      return ConnectionDisconnect.of({ disconnect })
+    })
+  )
+}

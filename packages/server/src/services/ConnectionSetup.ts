@@ -1,0 +1,415 @@
+/**
+ * Interactive setup of connections (spec 2.7, 3.1, 4.1): `_initiate` creates a connection in state
+ * `setup` and answers its first step; `_setup` shows where a connection stands and submits the
+ * values of a form step; the OAuth2 step is completed by the public service's callback
+ * (`ConnectionAuthorization`); after the last step the verify probes run and the connection
+ * becomes `configured`. `_reauthorize` starts the OAuth2 step again for a connection whose tokens
+ * stopped working. Every step change is a compare-and-swap on `setup_step_id`, so two browsers
+ * submitting the same step cannot both advance it.
+ */
+import type { Connection } from "@svc/domain/Connection"
+import {
+  type InitiateConnection,
+  oauth2StepId,
+  type SetupNext,
+  type SetupProgress,
+  type SubmitSetupStep,
+  verifyStepId
+} from "@svc/domain/ConnectionSetup"
+import type { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
+import { BadRequest, Conflict, NotFound, type ServiceUnavailable } from "@svc/domain/Errors"
+import type { AuthenticatedActor } from "@svc/domain/http/Security"
+import { makeId } from "@svc/domain/Ids"
+import { setupKey } from "@svc/domain/Notification"
+import { namespaceFilterMatches } from "@svc/domain/Resource"
+import { ConnectionRepo } from "@svc/sql/ConnectionRepo"
+import { ConnectorRepo } from "@svc/sql/ConnectorRepo"
+import type { ConnectionRow } from "@svc/sql/Rows"
+import { Clock, Context, DateTime, Effect, Layer, Option } from "effect"
+import { SvcConfig } from "../config/SvcConfig.ts"
+import { AuthorizationFlows, type FlowPurpose } from "../connections/AuthorizationFlows.ts"
+import { ConnectionSecrets } from "../connections/ConnectionSecrets.ts"
+import { type CredentialsError, Credentials } from "../connections/Credentials.ts"
+import { chooseNamespace } from "../connections/InitiateNamespace.ts"
+import { OAuthClient } from "../connections/OAuthClient.ts"
+import { type PlannedStep, isAuthorizationCode, setupPlan, stepAfter, stepById } from "../connections/SetupSteps.ts"
+import { isAllowedReturnUrl } from "../http/BrowserPages.ts"
+import { randomToken } from "../oauth/Pkce.ts"
+import { ConnectionChanges } from "./ConnectionChanges.ts"
+import { ConnectorDefinitions } from "./ConnectorDefinitions.ts"
+import { Notifications } from "./Notifications.ts"
+import * as Present from "./Presenters.ts"
+import * as Kinds from "./ResourceKinds.ts"
+import { type ResourceError, ResourceOps } from "./ResourceOps.ts"
+import { redactConfiguration, validateConfiguration, validateStepValues } from "./SetupConfiguration.ts"
+import { VerifyProbes } from "./VerifyProbes.ts"
+
+/** Errors of setup operations. */
+export type SetupError = ResourceError | CredentialsError | ServiceUnavailable
+
+const stepMismatch = (id: string, at: string | null, given: string) =>
+  new Conflict({
+    error:
+      at === null
+        ? `connection ${id} is not in setup`
+        : `connection ${id} stands at setup step ${at}, not ${given}; fetch GET /api/v1/connections/${id}/_setup`,
+    code: "setup_step_mismatch"
+  })
+
+/** Interactive setup operations. */
+export class ConnectionSetup extends Context.Service<
+  ConnectionSetup,
+  {
+    readonly initiate: (actor: AuthenticatedActor, body: InitiateConnection) => Effect.Effect<SetupProgress, SetupError>
+    readonly progress: (actor: AuthenticatedActor, id: string) => Effect.Effect<SetupProgress, SetupError>
+    readonly submit: (
+      actor: AuthenticatedActor,
+      id: string,
+      body: SubmitSetupStep
+    ) => Effect.Effect<SetupProgress, SetupError>
+    readonly reauthorize: (
+      actor: AuthenticatedActor,
+      id: string,
+      returnToUrl: string | undefined
+    ) => Effect.Effect<SetupProgress, SetupError>
+    /**
+     * Moves a connection on from `fromStep` (the OAuth2 callback's entry point): to the next form,
+     * or through the verify probes to `configured`. Answers the row as stored afterwards.
+     */
+    readonly advance: (
+      row: ConnectionRow,
+      definition: ConnectorDefinition,
+      fromStep: string
+    ) => Effect.Effect<ConnectionRow, SetupError>
+  }
+>()("@svc/server/ConnectionSetup") {
+  static readonly layer: Layer.Layer<
+    ConnectionSetup,
+    never,
+    | ResourceOps
+    | ConnectorRepo
+    | ConnectionRepo
+    | ConnectorDefinitions
+    | ConnectionSecrets
+    | Credentials
+    | AuthorizationFlows
+    | Notifications
+    | ConnectionChanges
+    | VerifyProbes
+    | OAuthClient
+    | SvcConfig
+  > = Layer.effect(
+    ConnectionSetup,
+    Effect.gen(function* () {
+      const ops = yield* ResourceOps
+      const connectorRepo = yield* ConnectorRepo
+      const repo = yield* ConnectionRepo
+      const definitions = yield* ConnectorDefinitions
+      const secrets = yield* ConnectionSecrets
+      const credentials = yield* Credentials
+      const flows = yield* AuthorizationFlows
+      const notifications = yield* Notifications
+      const changes = yield* ConnectionChanges
+      const verify = yield* VerifyProbes
+      const clients = yield* OAuthClient
+      const config = yield* SvcConfig
+      const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
+
+      const present = (row: ConnectionRow, definition: ConnectorDefinition) =>
+        Effect.map(
+          secrets.configuration(row),
+          (configuration): Connection => Present.connection(row, redactConfiguration(definition, configuration))
+        )
+
+      const reload = (id: string) =>
+        Effect.flatMap(ops.find(Kinds.connections, id), (found) =>
+          Option.isSome(found)
+            ? Effect.succeed(found.value)
+            : Effect.fail(new NotFound({ error: `connection ${id} not found`, code: "not_found" }))
+        )
+
+      const checkReturnUrl = (url: string | undefined, field: string) =>
+        url === undefined || isAllowedReturnUrl(url, config)
+          ? Effect.void
+          : Effect.fail(
+              new BadRequest({
+                error: "returnToUrl must be on an origin listed in host_application.allowed_origins",
+                code: "return_url_not_allowed",
+                details: [{ field, message: "origin is not allowed" }]
+              })
+            )
+
+      /** A fresh single-use redirect URL of the OAuth2 step. */
+      const redirectNext = (
+        row: ConnectionRow,
+        actor: { readonly id: string },
+        purpose: FlowPurpose,
+        returnToUrl: string | undefined
+      ) =>
+        Effect.gen(function* () {
+          const ticket = randomToken(32)
+          const ttl = config.oauth2.authorizationTimeoutMs
+          yield* flows.saveTicket(
+            ticket,
+            {
+              connectionId: row.id,
+              actorId: actor.id,
+              purpose,
+              ...(returnToUrl === undefined ? {} : { returnToUrl })
+            },
+            ttl
+          )
+          const expiresAt = DateTime.formatIso(DateTime.makeUnsafe((yield* Clock.currentTimeMillis) + ttl))
+          const url = `${config.publicService.baseUrl}/oauth2/authorize?ticket=${encodeURIComponent(ticket)}`
+          return { type: "redirect", stepId: oauth2StepId, url, expiresAt } satisfies SetupNext
+        })
+
+      const describe = (
+        row: ConnectionRow,
+        step: PlannedStep | undefined,
+        actor: { readonly id: string }
+      ): Effect.Effect<SetupNext, ServiceUnavailable> => {
+        if (step === undefined || row.state !== "setup") return Effect.succeed({ type: "complete" })
+        switch (step.kind) {
+          case "form":
+            return Effect.succeed({
+              type: "form",
+              stepId: step.id,
+              phase: step.phase,
+              ...(step.step.title === undefined ? {} : { title: step.step.title }),
+              ...(step.step.description === undefined ? {} : { description: step.step.description }),
+              json_schema: step.step.json_schema
+            })
+          case "credentials":
+            return Effect.succeed({
+              type: "form",
+              stepId: step.id,
+              phase: "credentials",
+              title: "Credentials",
+              json_schema: step.schema
+            })
+          case "verify":
+            return Effect.succeed({
+              type: "form",
+              stepId: step.id,
+              phase: "configure",
+              title: "Verify the connection",
+              description: "The connection's verify probes failed; submit this step to run them again.",
+              json_schema: { type: "object", properties: {}, additionalProperties: false }
+            })
+          case "oauth2":
+            return redirectNext(row, actor, "setup", row.setupReturnUrl ?? undefined)
+        }
+      }
+
+      const progressOf = (row: ConnectionRow, definition: ConnectorDefinition, actor: { readonly id: string }) =>
+        Effect.gen(function* () {
+          const plan = setupPlan(definition)
+          const step = row.setupStepId === null ? undefined : stepById(plan, row.setupStepId)
+          const next = yield* describe(row, step, actor)
+          return { connection: yield* present(row, definition), next } satisfies SetupProgress
+        })
+
+      /** Writes the move from `from` to `to` (undefined: configured); the verify step runs its probes. */
+      const moveTo = (
+        row: ConnectionRow,
+        definition: ConnectorDefinition,
+        from: string | null,
+        to: PlannedStep | undefined,
+        configurationEnc?: string
+      ): Effect.Effect<ConnectionRow, SetupError> =>
+        Effect.gen(function* () {
+          const target =
+            to === undefined
+              ? { setupStepId: null, state: "configured" as const }
+              : { setupStepId: to.id, state: "setup" as const }
+          const moved = yield* Effect.orDie(
+            repo.advanceSetup(row.id, from, { ...target, configurationEnc }, yield* now)
+          )
+          if (!moved) return yield* stepMismatch(row.id, row.setupStepId, from ?? "(none)")
+          changes.changed(row.id)
+          const current = yield* reload(row.id)
+          if (to === undefined) {
+            yield* notifications.clear(row.id, setupKey)
+            return current
+          }
+          if (to.kind !== "verify") return current
+          yield* verify.run(current, definition)
+          return yield* moveTo(current, definition, verifyStepId, undefined)
+        })
+
+      const advance = (row: ConnectionRow, definition: ConnectorDefinition, fromStep: string) =>
+        moveTo(row, definition, fromStep, stepAfter(setupPlan(definition), fromStep))
+
+      const primaryDefinition = (connectorId: string, actor: AuthenticatedActor) =>
+        Effect.gen(function* () {
+          const found = yield* ops.find(Kinds.connectors, connectorId)
+          const unknown = new NotFound({ error: `connector ${connectorId} not found`, code: "not_found" })
+          if (Option.isNone(found)) return yield* unknown
+          const connector = found.value
+          if (!ops.allowed(actor, Kinds.connectors, "get", connector.namespace, connector.id)) {
+            // A connector the caller cannot see stays invisible unless the caller may create connections of it.
+            const choice = chooseNamespace(actor, connector.namespace)
+            if (choice._tag !== "Chosen") return yield* unknown
+          }
+          const versions = yield* Effect.orDie(connectorRepo.versions(connector.id))
+          const primary = versions.find((version) => version.state === "primary")
+          if (primary === undefined) {
+            return yield* new Conflict({
+              error: `connector ${connector.id} has no primary version`,
+              code: "no_primary_version"
+            })
+          }
+          const definition = yield* definitions.get(connector.id, primary.version)
+          return { connector, version: primary.version, definition }
+        })
+
+      const initiate = Effect.fn("ConnectionSetup.initiate")(function* (
+        actor: AuthenticatedActor,
+        body: InitiateConnection
+      ) {
+        const { connector, version, definition } = yield* primaryDefinition(body.connectorId, actor)
+        let namespace = body.intoNamespace
+        if (namespace === undefined) {
+          const choice = chooseNamespace(actor, connector.namespace)
+          if (choice._tag !== "Chosen") {
+            return yield* new BadRequest({
+              error:
+                choice.reason === "none"
+                  ? `you may not create connections of connector ${connector.id}; pass intoNamespace`
+                  : `the namespace cannot be chosen for you (${choice.reason === "wildcard" ? "wildcard permissions" : "several candidate namespaces"}); pass intoNamespace`,
+              code: "into_namespace_required",
+              details: [{ field: "body.intoNamespace", message: "required here" }]
+            })
+          }
+          namespace = choice.namespace
+        } else if (!namespaceFilterMatches({ path: connector.namespace, subtree: true }, namespace)) {
+          return yield* new BadRequest({
+            error: `a connection of connector ${connector.id} must be in ${connector.namespace} or below`,
+            code: "namespace_outside_connector",
+            details: [{ field: "body.intoNamespace", message: `must be ${connector.namespace} or below` }]
+          })
+        }
+        yield* ops.authorizeCreate(actor, Kinds.connections, namespace)
+        yield* checkReturnUrl(body.returnToUrl, "body.returnToUrl")
+        const auth = definition.auth
+        if (auth.type === "oauth2" && auth.grant_type === "authorization_code") {
+          // Refuse before creating anything when the provider cannot be reached as a client.
+          yield* clients.resolve(auth).pipe(
+            Effect.mapError(
+              (e) =>
+                new BadRequest({
+                  error: `connector ${connector.id} cannot start an OAuth2 authorization: ${e.message}`,
+                  code: "oauth2_client_not_configured"
+                })
+            )
+          )
+        }
+        // Defaults of every step apply from the start; required values are asked for by the steps.
+        const plan = setupPlan(definition)
+        const first = stepAfter(plan, null)
+        const identity = { id: makeId("cxn"), namespace }
+        const defaults = yield* validateConfiguration(definition, {}, "body.configuration").pipe(
+          Effect.map((checked) => checked.configuration),
+          Effect.catch(() => Effect.succeed({}))
+        )
+        const configurationEnc = yield* secrets.sealConfiguration(identity, defaults)
+        const created = yield* ops.create(actor, Kinds.connections, {
+          id: identity.id,
+          namespace,
+          name: body.name,
+          labels: undefined,
+          annotations: undefined,
+          columns: {
+            connectorId: connector.id,
+            connectorVersion: version,
+            state: "setup",
+            healthState: "healthy",
+            setupStepId: first?.id ?? verifyStepId,
+            configurationEnc,
+            credentialsEnc: null,
+            setupReturnUrl: body.returnToUrl ?? null
+          }
+        })
+        // No step at all (auth none, no setup flow, no verify probe): configured at once.
+        const row = first === undefined ? yield* moveTo(created, definition, verifyStepId, undefined) : created
+        return yield* progressOf(row, definition, actor)
+      })
+
+      const loadInSetup = (actor: AuthenticatedActor, id: string, verb: string) =>
+        Effect.gen(function* () {
+          const row = yield* ops.load(actor, Kinds.connections, id, verb)
+          const definition = yield* definitions.get(row.connectorId, row.connectorVersion)
+          return { row, definition }
+        })
+
+      const submit = Effect.fn("ConnectionSetup.submit")(function* (
+        actor: AuthenticatedActor,
+        id: string,
+        body: SubmitSetupStep
+      ) {
+        const { row, definition } = yield* loadInSetup(actor, id, "update")
+        if (row.state !== "setup" || row.setupStepId !== body.stepId) {
+          return yield* stepMismatch(id, row.state === "setup" ? row.setupStepId : null, body.stepId)
+        }
+        const plan = setupPlan(definition)
+        const step = stepById(plan, body.stepId)
+        if (step === undefined) return yield* stepMismatch(id, row.setupStepId, body.stepId)
+        switch (step.kind) {
+          case "oauth2":
+            return yield* new Conflict({
+              error: "this step is completed in the browser at the provider; use the redirect URL of GET _setup",
+              code: "browser_step"
+            })
+          case "verify": {
+            const moved = yield* moveTo(row, definition, verifyStepId, stepAfter(plan, verifyStepId))
+            return yield* progressOf(moved, definition, actor)
+          }
+          case "credentials": {
+            const stored = yield* credentials.accept(definition, body.values, "body.values")
+            if (stored === undefined) return yield* Effect.die(new Error("accepted credentials are empty"))
+            const sealed = yield* secrets.sealCredentials(row, stored)
+            const swapped = yield* Effect.orDie(repo.swapCredentials(row.id, row.credentialsEnc, sealed, yield* now))
+            if (!swapped) return yield* stepMismatch(id, row.setupStepId, body.stepId)
+            const moved = yield* moveTo(yield* reload(id), definition, step.id, stepAfter(plan, step.id))
+            return yield* progressOf(moved, definition, actor)
+          }
+          case "form": {
+            const values = yield* validateStepValues(definition, step.id, body.values)
+            const merged = { ...(yield* secrets.configuration(row)), ...values }
+            const configurationEnc = yield* secrets.sealConfiguration(row, merged)
+            const moved = yield* moveTo(row, definition, step.id, stepAfter(plan, step.id), configurationEnc)
+            return yield* progressOf(moved, definition, actor)
+          }
+        }
+      })
+
+      const reauthorize = Effect.fn("ConnectionSetup.reauthorize")(function* (
+        actor: AuthenticatedActor,
+        id: string,
+        returnToUrl: string | undefined
+      ) {
+        const { row, definition } = yield* loadInSetup(actor, id, "update")
+        if (!isAuthorizationCode(definition)) {
+          return yield* new BadRequest({
+            error: "only OAuth2 authorization-code connections are re-authorised in the browser",
+            code: "reauthorization_not_supported"
+          })
+        }
+        if (row.state === "setup") return yield* progressOf(row, definition, actor)
+        yield* checkReturnUrl(returnToUrl, "body.returnToUrl")
+        const next = yield* redirectNext(row, actor, "reauth", returnToUrl)
+        return { connection: yield* present(row, definition), next } satisfies SetupProgress
+      })
+
+      return ConnectionSetup.of({
+        initiate,
+        submit,
+        reauthorize,
+        advance,
+        progress: (actor, id) =>
+          Effect.flatMap(loadInSetup(actor, id, "get"), ({ row, definition }) => progressOf(row, definition, actor))
+      })
+    })
+  )
+}
