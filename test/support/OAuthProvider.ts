@@ -99,6 +99,8 @@ export interface OAuthProvider {
   readonly failTokenEndpoint: (status: number | undefined, error?: string) => void
   /** Destroys an access, client-credentials or refresh token server-side; answers what it was. */
   readonly revokeToken: (value: string) => Promise<TokenKind | undefined>
+  /** Destroys every issued token of a kind server-side (refresh → later refreshes get `invalid_grant`). */
+  readonly revokeAll: (kind: "refresh_token" | "access_token") => void
   readonly tokenRequests: () => ReadonlyArray<TokenRequestRecord>
   /** Token requests of this grant type that succeeded (`ok`) or failed. */
   readonly tokenCount: (grantType: GrantType, outcome: "success" | "failure") => number
@@ -136,6 +138,7 @@ const kindOf = (kind: string | undefined): TokenKind | undefined =>
 /** Starts the authorization server and its protected resource on 127.0.0.1 (ephemeral port). */
 export const startOAuthProvider = async (options: OAuthProviderOptions = {}): Promise<OAuthProvider> => {
   const clients = new Map<string, Record<string, unknown>>()
+  const adapter = memoryAdapter(clients)
   const state = {
     ttl: options.accessTokenTtl ?? 3600,
     rotate: options.rotateRefreshToken ?? true,
@@ -162,7 +165,7 @@ export const startOAuthProvider = async (options: OAuthProviderOptions = {}): Pr
     throw error
   }
   const provider = constructProvider(issuer, {
-    adapter: memoryAdapter(clients),
+    adapter,
     jwks: { keys: [generateKeyPairSync("rsa", { modulusLength: 2048 }).privateKey.export({ format: "jwk" })] },
     cookies: { keys: [randomBytes(32).toString("hex")] },
     scopes: ["openid", "offline_access", "read", "write", "admin"],
@@ -349,6 +352,7 @@ export const startOAuthProvider = async (options: OAuthProviderOptions = {}): Pr
             }
     },
     revokeToken,
+    revokeAll: (kind) => adapter.dropAll(kind === "refresh_token" ? "RefreshToken" : "AccessToken"),
     tokenRequests: () => [...tokens],
     tokenCount: (grantType, outcome) =>
       tokens.filter((record) => record.grantType === grantType && record.ok === (outcome === "success")).length,

@@ -66,7 +66,7 @@ export const memoryAdapter = (clients: Map<string, Record<string, unknown>>) => 
     if (stored !== undefined && stored.expiresAt <= Date.now()) store.delete(key)
     return stored !== undefined && stored.expiresAt > Date.now() ? stored.payload : undefined
   }
-  return (model: string) => ({
+  const factory = (model: string) => ({
     find: async (id: string) => (model === "Client" ? structuredClone(clients.get(id)) : read(`${model}:${id}`)),
     findByUid: async (uid: string) => {
       const id = read(`uid:${uid}`)?.id
@@ -95,6 +95,11 @@ export const memoryAdapter = (clients: Map<string, Record<string, unknown>>) => 
       grants.delete(grantId)
     }
   })
+  /** Forgets every stored instance of `model` (e.g. all refresh tokens): a test lever. */
+  const dropAll = (model: string) => {
+    for (const key of [...store.keys()]) if (key.startsWith(`${model}:`)) store.delete(key)
+  }
+  return Object.assign(factory, { dropAll })
 }
 
 /** Escapes text for HTML element content and attribute values. */

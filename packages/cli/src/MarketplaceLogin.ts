@@ -98,7 +98,9 @@ export const parseMarketplaceUrl = (text: string, what: string): Result.Result<s
   if (!URL.canParse(text)) return fail("expected an absolute http(s) URL")
   const url = new URL(text)
   if (url.protocol !== "http:" && url.protocol !== "https:") return fail("expected an http or https URL")
-  if (url.username !== "" || url.password !== "") return fail("must not contain credentials")
+  if (url.username !== "" || url.password !== "") {
+    return Result.fail(new CliFailure({ message: `${what}: must not contain credentials` }))
+  }
   if (url.search !== "" || url.hash !== "") return fail("must not contain a query or fragment")
   url.pathname = `${url.pathname.replace(/\/+$/, "")}${marketplaceLoginPath}`
   return Result.succeed(url.href)

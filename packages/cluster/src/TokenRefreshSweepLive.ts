@@ -10,7 +10,8 @@ import { type Sharding, Singleton } from "effect/cluster"
  * Cluster singleton name of the sweep. Durable (never renamed); it belongs with the others in
  * `@svc/domain/DurableNames` and should move there.
  */
-export const TokenRefreshSweepSingleton = "svc.oauth2.refresh-sweep.v1"
+export { TokenRefreshSweepSingleton } from "@svc/domain/DurableNames"
+import { TokenRefreshSweepSingleton } from "@svc/domain/DurableNames"
 
 /** One sweep pass: refresh what is due. */
 export class TokenRefreshTick extends Context.Service<TokenRefreshTick, { readonly tick: Effect.Effect<void> }>()(

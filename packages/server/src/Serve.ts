@@ -9,6 +9,7 @@ import * as ClusterRuntime from "@svc/cluster/ClusterRuntime"
 import * as LabelPropagationLive from "@svc/cluster/LabelPropagationLive"
 import * as ProbeMonitorLive from "@svc/cluster/ProbeMonitorLive"
 import * as ReencryptionLive from "@svc/cluster/ReencryptionLive"
+import * as TokenRefreshSweepLive from "@svc/cluster/TokenRefreshSweepLive"
 import { DataKeyRepo } from "@svc/sql/DataKeyRepo"
 import { ConnectionRepo } from "@svc/sql/ConnectionRepo"
 import { ProbeStateRepo } from "@svc/sql/ProbeStateRepo"
@@ -24,7 +25,11 @@ import * as path from "node:path"
 import type { ResolvedConfig, SigningKey } from "./config/SvcConfig.ts"
 import { SvcConfig } from "./config/SvcConfig.ts"
 import { ConnectionSecrets } from "./connections/ConnectionSecrets.ts"
+import { AuthorizationFlows } from "./connections/AuthorizationFlows.ts"
 import { Credentials } from "./connections/Credentials.ts"
+import { OAuthClient } from "./connections/OAuthClient.ts"
+import * as RefreshSweep from "./connections/RefreshSweep.ts"
+import { TokenRefresher } from "./connections/TokenRefresher.ts"
 import * as ProbeScheduler from "./connections/ProbeScheduler.ts"
 import { Probes } from "./connections/Probes.ts"
 import * as Servers from "./http/Servers.ts"
@@ -39,7 +44,12 @@ import { RequestEvents, requestEventRepoLayer } from "./services/RequestEvents.t
 import { ConnectorDefinitions } from "./services/ConnectorDefinitions.ts"
 import { ActorDirectory } from "./services/ActorDirectory.ts"
 import { Actors } from "./services/Actors.ts"
+import { BrowserSessions } from "./services/BrowserSessions.ts"
+import { ConnectionAuthorization } from "./services/ConnectionAuthorization.ts"
+import { ConnectionDisconnect } from "./services/ConnectionDisconnect.ts"
 import { Connections } from "./services/Connections.ts"
+import { ConnectionSetup } from "./services/ConnectionSetup.ts"
+import { VerifyProbes } from "./services/VerifyProbes.ts"
 import { Connectors } from "./services/Connectors.ts"
 import { DefinitionValidator } from "./services/DefinitionValidator.ts"
 import { Keys } from "./services/Keys.ts"
@@ -168,7 +178,7 @@ const startup = (config: ResolvedConfig, applyMigrations: boolean) =>
   )
 
 /** Connection secrets, definitions and the outbound client (handlers and the probe monitor share them). */
-const connectionSupport = Layer.mergeAll(ConnectionSecrets.layer, Credentials.layer).pipe(
+const connectionSupport = Layer.mergeAll(ConnectionSecrets.layer, Credentials.layer, OAuthClient.layer).pipe(
   Layer.provideMerge(Layer.mergeAll(ConnectorDefinitions.layer, Outbound.layer))
 )
 
@@ -181,6 +191,12 @@ const embeddedSinkOptions = { flushInterval: Duration.seconds(1), batchSize: 200
 /** The proxy data plane: cached targets, the per-connection gate, events and recordings. */
 const dataPlane = DataPlane.layer.pipe(Layer.provide(Layer.mergeAll(ProxyTargets.layer, ProxyEvents.layer())))
 
+/** Interactive setup: `_initiate`, setup steps, the OAuth2 browser leg, disconnect, browser sessions. */
+const setupServices = ConnectionAuthorization.layer.pipe(
+  Layer.provideMerge(Layer.mergeAll(ConnectionSetup.layer, ConnectionDisconnect.layer, BrowserSessions.layer)),
+  Layer.provide(Layer.mergeAll(VerifyProbes.layer, AuthorizationFlows.layer))
+)
+
 /** The resource-model services behind the api and admin-api handlers. */
 const resourceServices = Layer.mergeAll(
   Namespaces.layer,
@@ -191,11 +207,13 @@ const resourceServices = Layer.mergeAll(
   RateLimits.layer,
   Search.layer,
   Probes.layer,
-  Notifications.layer,
   RequestEvents.layer,
   dataPlane
 ).pipe(
   (services) => Metadata.layer.pipe(Layer.provideMerge(services)),
+  (services) => setupServices.pipe(Layer.provideMerge(services)),
+  Layer.provideMerge(TokenRefresher.layerNoDeps),
+  Layer.provideMerge(Notifications.layer),
   Layer.provideMerge(Layer.mergeAll(ResourceOps.layer, Listing.layer, connectionSupport, DefinitionValidator.layer)),
   Layer.provideMerge(ConnectionChanges.layer)
 )
@@ -282,11 +300,17 @@ export const serve = Effect.fn("Serve.serve")(function* (
         ProbeMonitorLive.layer({ pollInterval: Duration.millis(config.probes.pollIntervalMs) }).pipe(
           Layer.provide(ProbeScheduler.layer),
           Layer.provide(handlerServices)
+        ),
+        TokenRefreshSweepLive.layer({ pollInterval: Duration.millis(config.oauth2.refreshSweepIntervalMs) }).pipe(
+          Layer.provide(RefreshSweep.tickLayer),
+          Layer.provide(handlerServices)
         )
       ).pipe(Layer.provideMerge(ClusterRuntime.layerSingle()))
     : Layer.empty
   const app = Layer.mergeAll(
-    Servers.layer(config, services, adminTls).pipe(Layer.provide([auth, healthLayer(config), handlerServices])),
+    Servers.layer(config, services, adminTls).pipe(
+      Layer.provide([auth, healthLayer(config), handlerServices, directory])
+    ),
     cluster
   ).pipe(
     Layer.provide(startup(config, applyMigrations)),

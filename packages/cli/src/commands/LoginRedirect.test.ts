@@ -210,7 +210,7 @@ describe("bin/cli login-redirect (end to end)", () => {
     withSecret((home, secretPath) =>
       Effect.gen(function* () {
         const child = yield* spawnCli(home, ["login-redirect", "--port", "0", "--secretKeyPath", secretPath])
-        const match = yield* awaitStdout(child.process, listening).pipe(Effect.timeoutOption("20 seconds"))
+        const match = yield* awaitStdout(child.process, listening).pipe(Effect.timeoutOption("45 seconds"))
         const url = Option.getOrUndefined(match)?.[1]
         assert.isDefined(url, `login-redirect did not report its address; stderr: ${child.stderr()}`)
         const login = "http://127.0.0.1:8080/marketplace/login"

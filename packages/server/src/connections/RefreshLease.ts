@@ -35,7 +35,9 @@ const isReason = Schema.is(RefreshFailureReason)
 /** The lease and failure-memory operations over one counter store. */
 export const makeRefreshLease = (counters: CounterStore["Service"]) => {
   const unavailable = (what: string, id: string) =>
-    Effect.logWarning(`counter store unavailable (${what}); connection ${id} refreshes without cross-process coordination`)
+    Effect.logWarning(
+      `counter store unavailable (${what}); connection ${id} refreshes without cross-process coordination`
+    )
 
   return {
     /** A fresh random owner value for one holder. */
@@ -64,7 +66,7 @@ export const makeRefreshLease = (counters: CounterStore["Service"]) => {
     release: (id: string, owner: string): Effect.Effect<void> =>
       counters.get(leaseKey(id)).pipe(
         Effect.flatMap((value) =>
-          Option.isSome(value) && value.value === owner ? counters.delete(leaseKey(id)) : Effect.void
+          Option.isSome(value) && value.value === owner ? Effect.asVoid(counters.delete(leaseKey(id))) : Effect.void
         ),
         Effect.ignore
       ),

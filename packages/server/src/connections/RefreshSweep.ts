@@ -38,11 +38,16 @@ export const pass: Effect.Effect<
   const results = yield* Effect.forEach(
     ids,
     (id) =>
-      refresher.refreshNow(id).pipe(
-        Effect.catchCause((cause) =>
-          Effect.as(Effect.logWarning(`token refresh sweep: connection ${id} could not be refreshed`, cause), "failed")
-        )
-      ),
+      refresher
+        .refreshNow(id)
+        .pipe(
+          Effect.catchCause((cause) =>
+            Effect.as(
+              Effect.logWarning(`token refresh sweep: connection ${id} could not be refreshed`, cause),
+              "failed"
+            )
+          )
+        ),
     { concurrency }
   )
   const counts = {

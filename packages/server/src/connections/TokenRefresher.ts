@@ -25,31 +25,21 @@ import { ResourceOps } from "../services/ResourceOps.ts"
 import { ConnectionSecrets } from "./ConnectionSecrets.ts"
 import { OAuthClient } from "./OAuthClient.ts"
 import { leaseTtlMs, makeRefreshLease, permanentFailureMemoryMs, transientFailureMemoryMs } from "./RefreshLease.ts"
-import { makeTokenSource, type TokenFailure } from "./TokenSource.ts"
+import {
+  deadReasons,
+  makeTokenSource,
+  reauthReasons,
+  refreshAttempts,
+  refreshFailures,
+  type TokenFailure
+} from "./TokenSource.ts"
 import { dueAt, isDue, isExpired, isOAuth2, type OAuth2Credentials, retryAt } from "./UsableCredentials.ts"
 
 export { dueAt } from "./UsableCredentials.ts"
+export { refreshAttempts, refreshFailures } from "./TokenSource.ts"
 
 /** How often a process waiting on another's lease re-reads the row. */
 const pollIntervalMs = 100
-
-/** Failures that need the user to authorise the connection again (spec 2.11 reauth notice). */
-const reauthReasons: ReadonlySet<RefreshFailureReason> = new Set(["invalid_grant", "no_refresh_token", "provider_rejected"])
-
-/** After these the token will not come back by retrying: the sweep stops until re-authentication. */
-const deadReasons: ReadonlySet<RefreshFailureReason> = new Set(["invalid_grant", "no_refresh_token"])
-
-/** `svc.oauth2.refresh.attempts.total{result}` (spec 8.3): provider calls and their result. */
-export const refreshAttempts = Metric.counter("svc.oauth2.refresh.attempts.total", {
-  description: "OAuth2 token refresh attempts (refresh_token grant or client-credentials re-fetch), by result",
-  incremental: true
-})
-
-/** `svc.oauth2.refresh.failures.total{reason}` (spec 8.3). */
-export const refreshFailures = Metric.counter("svc.oauth2.refresh.failures.total", {
-  description: "Failed OAuth2 token refreshes, by reason",
-  incremental: true
-})
 
 /** How one refresh flight ended. */
 export type RefreshOutcome =
@@ -211,14 +201,14 @@ export class TokenRefresher extends Context.Service<
               yield* Effect.logInfo(`refreshed the OAuth2 token of connection ${target.id}`)
               return fresh("self", next)
             }
-            const now = yield* read(target)
-            if (now === undefined || now.credentials.token.access_token !== target.stale) {
+            const latest = yield* read(target)
+            if (latest === undefined || latest.credentials.token.access_token !== target.stale) {
               yield* Effect.logWarning(
                 `the refreshed token of connection ${target.id} was not stored: its credentials changed meanwhile`
               )
-              return now === undefined ? gone : fresh("other", now.credentials)
+              return latest === undefined ? gone : fresh("other", latest.credentials)
             }
-            expected = now.sealed
+            expected = latest.sealed
           }
           return yield* Effect.die(new Error(`connection ${target.id}: the refreshed token could not be stored`))
         })
@@ -229,15 +219,21 @@ export class TokenRefresher extends Context.Service<
           const { reason } = failure
           const reauth = reauthReasons.has(reason)
           yield* count("failure", reason)
-          yield* Effect.annotateCurrentSpan({ "svc.oauth2.refresh.result": "failure", "svc.oauth2.refresh.reason": reason })
-          yield* Effect.logWarning(`OAuth2 token refresh of connection ${target.id} failed (${reason}): ${failure.detail}`)
+          yield* Effect.annotateCurrentSpan({
+            "svc.oauth2.refresh.result": "failure",
+            "svc.oauth2.refresh.reason": reason
+          })
+          yield* Effect.logWarning(
+            `OAuth2 token refresh of connection ${target.id} failed (${reason}): ${failure.detail}`
+          )
           const memoryMs = reauth ? permanentFailureMemoryMs : transientFailureMemoryMs
           yield* lease.remember(target.id, found.sealed, reason, memoryMs)
           const at = new Date(now)
           if (reauth || isExpired(found.credentials, now)) {
             yield* Effect.orDie(connections.setHealth(target.id, "unhealthy", at))
           }
-          if (reauth) yield* notifications.raise({ id: target.id }, { ...reauthNotice(target.id), metadata: { reason } })
+          if (reauth)
+            yield* notifications.raise({ id: target.id }, { ...reauthNotice(target.id), metadata: { reason } })
           const due = deadReasons.has(reason)
             ? null
             : retryAt(dueAt(target.definition, found.credentials, defaultLifetimeMs), now)
@@ -264,7 +260,8 @@ export class TokenRefresher extends Context.Service<
           Effect.withSpan("oauth2.refresh", {
             attributes: {
               "svc.connection_id": target.id,
-              "svc.oauth2.grant_type": target.definition.auth.type === "oauth2" ? target.definition.auth.grant_type : "none"
+              "svc.oauth2.grant_type":
+                target.definition.auth.type === "oauth2" ? target.definition.auth.grant_type : "none"
             }
           })
         )
@@ -322,7 +319,10 @@ export class TokenRefresher extends Context.Service<
                 ? Effect.failCause(cause)
                 : Effect.gen(function* () {
                     yield* count("failure", "internal_error")
-                    yield* Effect.logError(`OAuth2 token refresh of connection ${target.id} failed (internal_error)`, cause)
+                    yield* Effect.logError(
+                      `OAuth2 token refresh of connection ${target.id} failed (internal_error)`,
+                      cause
+                    )
                     return { _tag: "Failed", reason: "internal_error", credentials: undefined } satisfies RefreshOutcome
                   })
             ),

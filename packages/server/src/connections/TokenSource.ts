@@ -2,10 +2,11 @@
  * Where a replacement OAuth2 token comes from (spec 8.3): the refresh_token grant for an
  * authorization-code connection (its client from `OAuthClient`), the client credentials grant again
  * for a client-credentials connection. One provider call through `Outbound` under the endpoint's
- * policy, bounded in time; failures carry their spec 8.3 reason and a text without secrets.
+ * policy, bounded in time; failures carry their spec 8.3 reason and a text without secrets, and
+ * count in the spec 8.3 metrics.
  */
 import type { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
-import { Effect } from "effect"
+import { Effect, Metric } from "effect"
 import { fetchClientCredentialsToken } from "../oauth/ClientCredentials.ts"
 import { hasRefreshToken, type RefreshFailureReason, refreshFailureReason, refreshTokenSet } from "../oauth/Refresh.ts"
 import type { TokenRequestFailed } from "../oauth/TokenRequestFailed.ts"
@@ -19,6 +20,28 @@ export interface TokenFailure {
   readonly reason: RefreshFailureReason
   readonly detail: string
 }
+
+/** Failures that need the user to authorise the connection again (spec 2.11 reauth notice). */
+export const reauthReasons: ReadonlySet<RefreshFailureReason> = new Set([
+  "invalid_grant",
+  "no_refresh_token",
+  "provider_rejected"
+])
+
+/** After these the token will not come back by retrying: the sweep stops until re-authentication. */
+export const deadReasons: ReadonlySet<RefreshFailureReason> = new Set(["invalid_grant", "no_refresh_token"])
+
+/** `svc.oauth2.refresh.attempts.total{result}` (spec 8.3): refresh attempts and their result. */
+export const refreshAttempts = Metric.counter("svc.oauth2.refresh.attempts.total", {
+  description: "OAuth2 token refresh attempts (refresh_token grant or client-credentials re-fetch), by result",
+  incremental: true
+})
+
+/** `svc.oauth2.refresh.failures.total{reason}` (spec 8.3). */
+export const refreshFailures = Metric.counter("svc.oauth2.refresh.failures.total", {
+  description: "Failed OAuth2 token refreshes, by reason",
+  incremental: true
+})
 
 /** What `makeTokenSource` needs. */
 export interface TokenSourceDeps {

@@ -7,12 +7,7 @@ import { Context, Effect, Layer, Option, Redacted } from "effect"
 import type { HttpApiEndpoint } from "effect/http-api"
 import { Forbidden, Unauthorized } from "@svc/domain/Errors"
 import { hasAnyGrant } from "@svc/domain/PermissionMatcher"
-import {
-  type AuthenticatedActor,
-  Authentication,
-  CurrentActor,
-  RequiredPermission
-} from "@svc/domain/http/Security"
+import { type AuthenticatedActor, Authentication, CurrentActor, RequiredPermission } from "@svc/domain/http/Security"
 import { Authenticator } from "../services/Authenticator.ts"
 import { CurrentService } from "../services/CurrentService.ts"
 
@@ -29,7 +24,10 @@ export const requirePermission = (
   const required = Context.getOption(endpoint.annotations, RequiredPermission)
   if (Option.isNone(required) || hasAnyGrant(actor, required.value.resource, required.value.verb)) return Effect.void
   return Effect.fail(
-    new Forbidden({ error: `permission ${required.value.resource}:${required.value.verb} is required`, code: "forbidden" })
+    new Forbidden({
+      error: `permission ${required.value.resource}:${required.value.verb} is required`,
+      code: "forbidden"
+    })
   )
 }
 

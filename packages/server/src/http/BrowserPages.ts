@@ -114,6 +114,15 @@ export interface ReturnUrlPolicy {
   readonly publicService: { readonly baseUrl: string }
 }
 
+/** True when `text` has whitespace, a backslash or a control character (never in a URL we redirect to). */
+const hasUnsafeCharacter = (text: string): boolean => {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c <= 0x20 || c === 0x7f || c === 0x5c || (c >= 0x80 && /\s/.test(text[i]!))) return true
+  }
+  return false
+}
+
 /** The origin of an absolute http(s) URL without userinfo, else undefined. */
 const httpOrigin = (text: string): string | undefined => {
   if (!/^https?:\/\//i.test(text)) return undefined
@@ -140,7 +149,7 @@ export const allowedOrigins = (policy: ReturnUrlPolicy): ReadonlySet<string> => 
  * undefined. Relative, protocol-relative and non-http(s) strings are never allowed.
  */
 export const allowedReturnUrl = (text: string, policy: ReturnUrlPolicy): string | undefined => {
-  if (text.length > 2048 || /[\s\\\x00-\x1f\x7f]/.test(text)) return undefined
+  if (text.length > 2048 || hasUnsafeCharacter(text)) return undefined
   const origin = httpOrigin(text)
   if (origin === undefined || !allowedOrigins(policy).has(origin)) return undefined
   return new URL(text).href
@@ -154,7 +163,7 @@ export const allowedReturnUrl = (text: string, policy: ReturnUrlPolicy): string 
 export const resolveReturnUrl = (text: string, policy: ReturnUrlPolicy): string | undefined => {
   if (!/^\/(?![/\\])/.test(text)) return allowedReturnUrl(text, policy)
   const base = httpOrigin(policy.publicService.baseUrl)
-  if (base === undefined || /[\s\\\x00-\x1f\x7f]/.test(text)) return undefined
+  if (base === undefined || hasUnsafeCharacter(text)) return undefined
   return allowedReturnUrl(new URL(text, base).href, policy)
 }
 
@@ -199,7 +208,7 @@ export const redirectTo = (
   })
 
 /** Query parameters that carry credentials on the public service's browser routes. */
-export const credentialQueryNames: ReadonlyArray<string> = ["token", "code", "state", "code_verifier"]
+export const credentialQueryNames: ReadonlyArray<string> = ["token", "code", "state", "code_verifier", "ticket"]
 
 /**
  * Redacts {@link credentialQueryNames} (besides Effect's defaults) from the URLs recorded on

@@ -41,7 +41,10 @@ export const requireBrowserSession = Effect.fnUntraced(function* (
   if (sessionId === undefined || sessionId === "") return yield* sessionRequired
   const found = yield* (yield* BrowserSessions).get(sessionId)
   if (Option.isNone(found)) return yield* sessionRequired
-  if (!xsrfExemptMethods.has(request.method.toUpperCase()) && !xsrfTokenMatches(found.value, request.headers[xsrfHeaderName])) {
+  if (
+    !xsrfExemptMethods.has(request.method.toUpperCase()) &&
+    !xsrfTokenMatches(found.value, request.headers[xsrfHeaderName])
+  ) {
     return yield* xsrfInvalid
   }
   return { sessionId, session: found.value }

@@ -16,13 +16,17 @@ import { Authenticator } from "../services/Authenticator.ts"
 import { CurrentService } from "../services/CurrentService.ts"
 import * as SwaggerRoute from "../swagger/SwaggerRoute.ts"
 import { swaggerDocuments } from "../swagger/generate.ts"
-import { AdminApiAuthHttp, ApiAuthHttp } from "./AuthHttp.ts"
+import { AdminApiAuthHttp, ApiAuthHttp, PublicAuthHttp } from "./AuthHttp.ts"
+import { layerRedactCredentialQuery } from "./BrowserPages.ts"
+import { MarketplaceRoutes } from "./MarketplaceRoutes.ts"
+import * as OAuthRoutes from "./OAuthRoutes.ts"
+import { PublicAuthenticationLive } from "./PublicAuthentication.ts"
 import { AdminApiMetadataHttp, ApiMetadataHttp } from "./MetadataHttp.ts"
-import { AdminApiNotificationsHttp, ApiNotificationsHttp } from "./NotificationsHttp.ts"
+import { AdminApiNotificationsHttp, ApiNotificationsHttp, PublicNotificationsHttp } from "./NotificationsHttp.ts"
 import { AdminApiProbesHttp, ApiProbesHttp } from "./ProbesHttp.ts"
 import { AdminApiProxyHttp, ApiProxyHttp } from "./ProxyHttp.ts"
 import { AdminApiRequestEventsHttp, ApiRequestEventsHttp } from "./RequestEventsHttp.ts"
-import { AdminApiResourcesHttp, ApiResourcesHttp } from "./ResourcesHttp.ts"
+import { AdminApiResourcesHttp, ApiResourcesHttp, PublicResourcesHttp } from "./ResourcesHttp.ts"
 import { AdminApiSearchHttp } from "./SearchHttp.ts"
 import { AuthenticationLive } from "./AuthenticationLive.ts"
 import { errorResponse, layerErrorHandling, type NotFoundPolicy } from "./ErrorHandling.ts"
@@ -97,7 +101,18 @@ const routes = (service: ServiceId) => {
         SwaggerRoute.layer(swaggerDocuments()["admin-api"])
       )
     case "public":
-      return HttpApiBuilder.layer(PublicApi, { openapiPath: "/openapi.json" }).pipe(Layer.provide(PublicSystemHttp))
+      return Layer.mergeAll(
+        HttpApiBuilder.layer(PublicApi, { openapiPath: "/openapi.json" }).pipe(
+          Layer.provide([
+            PublicSystemHttp,
+            Layer.mergeAll(PublicAuthHttp, PublicResourcesHttp, PublicNotificationsHttp).pipe(
+              Layer.provide(PublicAuthenticationLive)
+            )
+          ])
+        ),
+        MarketplaceRoutes,
+        OAuthRoutes.layer
+      )
     case "worker":
       return HttpApiBuilder.layer(WorkerApi).pipe(Layer.provide(WorkerSystemHttp))
   }
@@ -130,6 +145,8 @@ export const serverLayer = (config: ResolvedConfig, service: ServiceId, tls: Tls
   ).pipe(
     Layer.provide(nodeServer(config, service, tls)),
     Layer.provide(Layer.succeed(CurrentService, service)),
+    // Login tokens, codes and states in public-service URLs never reach a span.
+    Layer.provide(service === "public" ? layerRedactCredentialQuery : Layer.empty),
     Layer.provide(Layer.succeed(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(config.http.maxBodyBytes)))
   )
 

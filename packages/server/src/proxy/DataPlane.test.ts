@@ -7,6 +7,10 @@
  * seen once `targetTtl` has passed. Request events go through the real buffer to a separate
  * app-metrics PGlite instance, so they are not main-database statements.
  */
+import { TokenRefresher } from "../connections/TokenRefresher.ts"
+import { Notifications } from "../services/Notifications.ts"
+import { CounterStore } from "../services/CounterStore.ts"
+import { NotificationRepo } from "@svc/sql/NotificationRepo"
 import { assert, layer } from "@effect/vitest"
 import type { AuthenticatedActor } from "@svc/domain/http/Security"
 import type { ProxyRequest } from "@svc/domain/Proxy"
@@ -62,6 +66,8 @@ const services = Layer.mergeAll(
   RequestEvents.layer,
   dataPlane
 ).pipe(
+  Layer.provideMerge(TokenRefresher.layer),
+  Layer.provideMerge(Notifications.layer),
   Layer.provideMerge(Layer.mergeAll(ResourceOps.layer, Listing.layer, connectionSupport, DefinitionValidator.layer)),
   Layer.provideMerge(ConnectionChanges.layer)
 )
@@ -102,6 +108,8 @@ const Test = services.pipe(
       ConnectorRepo.layer,
       ConnectionRepo.layer,
       DataKeyRepo.layer,
+      NotificationRepo.layer,
+      CounterStore.layerMemory,
       requestEventRepoLayer
     )
   ),

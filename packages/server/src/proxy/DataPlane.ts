@@ -139,6 +139,10 @@ export class DataPlane extends Context.Service<
         })
       }
 
+      const refreshable = (target: ProxyTarget) =>
+        target.credentials?.kind === "oauth2_authorization_code" ||
+        target.credentials?.kind === "oauth2_client_credentials"
+
       const inject = (target: ProxyTarget, url: URL, headers: Record<string, string>) =>
         Effect.try({
           try: () => injectCredentials(target.definition.auth, target.credentials, { url, headers }),
@@ -152,7 +156,7 @@ export class DataPlane extends Context.Service<
         })
 
       const proxy = Effect.fn("DataPlane.proxy")(function* (actor: AuthenticatedActor, id: string, body: ProxyRequest) {
-        const target = yield* targets.get(actor, id)
+        const first = yield* targets.get(actor, id)
         if (body.bodyJson !== undefined && body.bodyRaw !== undefined) {
           return yield* badRequest("bodyJson and bodyRaw exclude each other", "invalid_request", "body.bodyRaw")
         }
@@ -165,49 +169,179 @@ export class DataPlane extends Context.Service<
         } else if (body.bodyRaw !== undefined) {
           payload = Buffer.from(body.bodyRaw, "base64")
         }
-        const start = events.start({
-          target,
-          actorId: actor.id,
-          method: body.method,
-          url,
-          labels: labelSnapshot(target.row.labels, actor, body.labels)
-        })
-        const release = yield* admit(target)
-        const injected = yield* inject(target, url, headers).pipe(Effect.tapError(() => Effect.sync(release)))
-        const answer = yield* outbound
-          .send(
-            {
-              method: body.method,
-              url: injected.url,
-              headers: injected.headers,
-              ...(payload ? { body: payload } : {})
-            },
-            { ...target.send, maxResponseBytes: maxEnvelopeResponseBytes }
-          )
-          .pipe(Effect.result, Effect.ensuring(Effect.sync(release)))
-        const durationMs = Date.now() - start.startedAt
-        const recording = events.recording
-          ? {
-              requestHeaders: headers,
-              requestBody: captureBuffered(payload ?? new Uint8Array(0), events.recordingCap),
-              ...(answer._tag === "Success"
-                ? {
-                    responseHeaders: answer.success.headers as RecordedHeaders,
-                    responseBody: captureBuffered(answer.success.body, events.recordingCap)
-                  }
-                : { error: answer.failure.message })
+        const labels = labelSnapshot(first.row.labels, actor, body.labels)
+
+        /** One exchange with the upstream, recorded as one request event. */
+        const exchange = (target: ProxyTarget) =>
+          Effect.gen(function* () {
+            const start = events.start({ target, actorId: actor.id, method: body.method, url, labels })
+            const release = yield* admit(target)
+            const injected = yield* inject(target, url, headers).pipe(Effect.tapError(() => Effect.sync(release)))
+            const answer = yield* outbound
+              .send(
+                {
+                  method: body.method,
+                  url: injected.url,
+                  headers: injected.headers,
+                  ...(payload ? { body: payload } : {})
+                },
+                { ...target.send, maxResponseBytes: maxEnvelopeResponseBytes }
+              )
+              .pipe(Effect.result, Effect.ensuring(Effect.sync(release)))
+            const durationMs = Date.now() - start.startedAt
+            const recording = events.recording
+              ? {
+                  requestHeaders: headers,
+                  requestBody: captureBuffered(payload ?? new Uint8Array(0), events.recordingCap),
+                  ...(answer._tag === "Success"
+                    ? {
+                        responseHeaders: answer.success.headers as RecordedHeaders,
+                        responseBody: captureBuffered(answer.success.body, events.recordingCap)
+                      }
+                    : { error: answer.failure.message })
+                }
+              : undefined
+            if (answer._tag === "Failure") {
+              // A request the guard refused never left: it is the caller's error, not an exchange.
+              if (!refusedBeforeLeaving.has(answer.failure.reason)) {
+                events.finish(start, { status: undefined, durationMs, ...(recording ? { recording } : {}) })
+              }
+              return yield* outboundHttpError(answer.failure)
             }
-          : undefined
-        if (answer._tag === "Failure") {
-          // A request the guard refused never left: it is the caller's error, not an exchange.
-          if (!refusedBeforeLeaving.has(answer.failure.reason)) {
-            events.finish(start, { status: undefined, durationMs, ...(recording ? { recording } : {}) })
-          }
-          return yield* outboundHttpError(answer.failure)
-        }
-        events.finish(start, { status: answer.success.status, durationMs, ...(recording ? { recording } : {}) })
-        return responseEnvelope(answer.success)
+            events.finish(start, { status: answer.success.status, durationMs, ...(recording ? { recording } : {}) })
+            return answer.success
+          })
+
+        const answer = yield* exchange(first)
+        if (answer.status !== 401 || !refreshable(first)) return responseEnvelope(answer)
+        // An OAuth2 token the upstream refused: one refresh (single flight) and one retry.
+        const renewed = yield* targets.afterUnauthorized(first)
+        if (renewed === undefined) return responseEnvelope(answer)
+        return responseEnvelope(yield* exchange(renewed))
       })
+
+      const rawExchange = (
+        actor: AuthenticatedActor,
+        target: ProxyTarget,
+        request: IncomingMessage,
+        response: ServerResponse,
+        retried: boolean
+      ): Effect.Effect<void, ProxyError> =>
+        Effect.gen(function* () {
+          const url = parseUrl(headerValues(request.headers[upstreamUrlHeader])[0], `header.${upstreamUrlHeader}`)
+          if (url instanceof BadRequest) return yield* url
+          const labels = parseLabelHeaders(headerValues(request.headers[labelHeader]))
+          if ("problems" in labels) {
+            const first = labels.problems[0]
+            return yield* badRequest("a request label is not valid", "invalid_label", first?.field, first?.message)
+          }
+          const override = headerValues(request.headers["x-svc-upstream-method"])[0]
+          const method = (override ?? request.method ?? "GET").toUpperCase()
+          const headers = forwardable(request.headers, false)
+          const declared = request.headers["content-length"]
+          const contentLength = declared === undefined ? undefined : Number(declared)
+          const hasBody =
+            (contentLength !== undefined && contentLength > 0) || request.headers["transfer-encoding"] !== undefined
+          const start: ExchangeStart = events.start({
+            target,
+            actorId: actor.id,
+            method,
+            url,
+            labels: labelSnapshot(target.row.labels, actor, labels.labels)
+          })
+          const requestCapture = events.recording ? new BodyCapture(events.recordingCap) : undefined
+          const responseCapture = events.recording ? new BodyCapture(events.recordingCap) : undefined
+          const upload =
+            hasBody && requestCapture !== undefined
+              ? request.pipe(
+                  new Transform({
+                    transform(chunk: Buffer, _encoding, callback) {
+                      requestCapture.push(chunk)
+                      callback(null, chunk)
+                    }
+                  })
+                )
+              : request
+          const release = yield* admit(target)
+          const injected = yield* inject(target, url, headers).pipe(Effect.tapError(() => Effect.sync(release)))
+          const answer = yield* outbound
+            .stream(
+              {
+                method,
+                url: injected.url,
+                headers: injected.headers,
+                ...(hasBody ? { body: upload } : {}),
+                ...(contentLength !== undefined && Number.isSafeInteger(contentLength) && hasBody
+                  ? { contentLength }
+                  : {})
+              },
+              target.send,
+              responseCapture === undefined ? undefined : (chunk) => responseCapture.push(chunk)
+            )
+            .pipe(
+              Effect.result,
+              Effect.onInterrupt(() => Effect.sync(release))
+            )
+          const record = (status: number | undefined, responseHeaders?: RecordedHeaders, error?: string) =>
+            events.finish(start, {
+              status,
+              durationMs: Date.now() - start.startedAt,
+              ...(requestCapture === undefined
+                ? {}
+                : {
+                    recording: {
+                      requestHeaders: headers,
+                      requestBody: requestCapture.result(),
+                      responseHeaders,
+                      responseBody: responseCapture?.result(),
+                      error
+                    }
+                  })
+            })
+          if (answer._tag === "Failure") {
+            release()
+            if (!refusedBeforeLeaving.has(answer.failure.reason)) {
+              record(undefined, undefined, answer.failure.message)
+            }
+            return yield* outboundHttpError(answer.failure)
+          }
+          const upstream = answer.success
+          if (upstream.status === 401 && !hasBody && !retried && refreshable(target)) {
+            // An OAuth2 token the upstream refused, on a request without a body (nothing to
+            // replay): drop this answer, refresh once (single flight) and retry once.
+            const renewed = yield* targets.afterUnauthorized(target)
+            if (renewed !== undefined) {
+              upstream.body.destroy()
+              release()
+              record(upstream.status, upstream.headers as RecordedHeaders)
+              return yield* rawExchange(actor, renewed, request, response, true)
+            }
+          }
+          void upstream.done.then((outcome) => {
+            release()
+            record(upstream.status, upstream.headers as RecordedHeaders, outcome.error)
+          })
+          try {
+            response.writeHead(upstream.status, upstream.headers as Record<string, string | Array<string>>)
+            response.flushHeaders()
+          } catch {
+            upstream.body.destroy()
+            return yield* outboundHttpError(
+              new OutboundError({
+                reason: "protocol_error",
+                target: logSafeTarget(url),
+                detail: "the upstream answered headers that cannot be relayed"
+              })
+            )
+          }
+          yield* Effect.promise(() =>
+            pipeline(upstream.body, response).catch(() => {
+              // The caller went away or the upstream broke mid-body: the socket is closed, the
+              // event records what happened.
+              if (!response.destroyed) response.destroy()
+            })
+          )
+        })
 
       const proxyRaw = Effect.fn("DataPlane.proxyRaw")(function* (
         actor: AuthenticatedActor,
@@ -216,108 +350,7 @@ export class DataPlane extends Context.Service<
         response: ServerResponse
       ) {
         const target = yield* targets.get(actor, id)
-        const url = parseUrl(headerValues(request.headers[upstreamUrlHeader])[0], `header.${upstreamUrlHeader}`)
-        if (url instanceof BadRequest) return yield* url
-        const labels = parseLabelHeaders(headerValues(request.headers[labelHeader]))
-        if ("problems" in labels) {
-          const first = labels.problems[0]
-          return yield* badRequest("a request label is not valid", "invalid_label", first?.field, first?.message)
-        }
-        const override = headerValues(request.headers["x-svc-upstream-method"])[0]
-        const method = (override ?? request.method ?? "GET").toUpperCase()
-        const headers = forwardable(request.headers, false)
-        const declared = request.headers["content-length"]
-        const contentLength = declared === undefined ? undefined : Number(declared)
-        const hasBody =
-          (contentLength !== undefined && contentLength > 0) || request.headers["transfer-encoding"] !== undefined
-        const start: ExchangeStart = events.start({
-          target,
-          actorId: actor.id,
-          method,
-          url,
-          labels: labelSnapshot(target.row.labels, actor, labels.labels)
-        })
-        const requestCapture = events.recording ? new BodyCapture(events.recordingCap) : undefined
-        const responseCapture = events.recording ? new BodyCapture(events.recordingCap) : undefined
-        const upload =
-          hasBody && requestCapture !== undefined
-            ? request.pipe(
-                new Transform({
-                  transform(chunk: Buffer, _encoding, callback) {
-                    requestCapture.push(chunk)
-                    callback(null, chunk)
-                  }
-                })
-              )
-            : request
-        const release = yield* admit(target)
-        const injected = yield* inject(target, url, headers).pipe(Effect.tapError(() => Effect.sync(release)))
-        const answer = yield* outbound
-          .stream(
-            {
-              method,
-              url: injected.url,
-              headers: injected.headers,
-              ...(hasBody ? { body: upload } : {}),
-              ...(contentLength !== undefined && Number.isSafeInteger(contentLength) && hasBody
-                ? { contentLength }
-                : {})
-            },
-            target.send,
-            responseCapture === undefined ? undefined : (chunk) => responseCapture.push(chunk)
-          )
-          .pipe(
-            Effect.result,
-            Effect.onInterrupt(() => Effect.sync(release))
-          )
-        const record = (status: number | undefined, responseHeaders?: RecordedHeaders, error?: string) =>
-          events.finish(start, {
-            status,
-            durationMs: Date.now() - start.startedAt,
-            ...(requestCapture === undefined
-              ? {}
-              : {
-                  recording: {
-                    requestHeaders: headers,
-                    requestBody: requestCapture.result(),
-                    responseHeaders,
-                    responseBody: responseCapture?.result(),
-                    error
-                  }
-                })
-          })
-        if (answer._tag === "Failure") {
-          release()
-          if (!refusedBeforeLeaving.has(answer.failure.reason)) {
-            record(undefined, undefined, answer.failure.message)
-          }
-          return yield* outboundHttpError(answer.failure)
-        }
-        const upstream = answer.success
-        void upstream.done.then((outcome) => {
-          release()
-          record(upstream.status, upstream.headers as RecordedHeaders, outcome.error)
-        })
-        try {
-          response.writeHead(upstream.status, upstream.headers as Record<string, string | Array<string>>)
-          response.flushHeaders()
-        } catch {
-          upstream.body.destroy()
-          return yield* outboundHttpError(
-            new OutboundError({
-              reason: "protocol_error",
-              target: logSafeTarget(url),
-              detail: "the upstream answered headers that cannot be relayed"
-            })
-          )
-        }
-        yield* Effect.promise(() =>
-          pipeline(upstream.body, response).catch(() => {
-            // The caller went away or the upstream broke mid-body: the socket is closed, the
-            // event records what happened.
-            if (!response.destroyed) response.destroy()
-          })
-        )
+        return yield* rawExchange(actor, target, request, response, false)
       })
 
       return DataPlane.of({ proxy, proxyRaw })

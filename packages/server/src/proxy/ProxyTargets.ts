@@ -45,16 +45,18 @@ export class ProxyTargets extends Context.Service<
     readonly get: (actor: AuthenticatedActor, id: string) => Effect.Effect<ProxyTarget, TargetError>
     /** Drops the cached entry of connection `id`. */
     readonly invalidate: (id: string) => Effect.Effect<void>
+    /**
+     * After the upstream answered 401 to `target`'s credentials: the target with new credentials
+     * (someone else's refresh, or one refresh now, single flight), its cache entry dropped; undefined
+     * when no refresh was possible or it failed (the 401 stands).
+     */
+    readonly afterUnauthorized: (target: ProxyTarget) => Effect.Effect<ProxyTarget | undefined>
   }
 >()("@svc/server/ProxyTargets") {
   static readonly layer: Layer.Layer<
     ProxyTargets,
     never,
-    | ResourceOps
-    | ConnectorDefinitions
-    | TokenRefresher
-    | ConnectionChanges
-    | SvcConfig
+    ResourceOps | ConnectorDefinitions | TokenRefresher | ConnectionChanges | SvcConfig
   > = Layer.effect(
     ProxyTargets,
     Effect.gen(function* () {
@@ -64,7 +66,6 @@ export class ProxyTargets extends Context.Service<
       const changes = yield* ConnectionChanges
       const config = yield* SvcConfig
       const allowPrivate = config.outbound.allowPrivateNetworks
-
 
       const load = (id: string) =>
         Effect.gen(function* () {
@@ -120,7 +121,15 @@ export class ProxyTargets extends Context.Service<
           return Effect.succeed(target)
         })
 
-      return ProxyTargets.of({ get, invalidate: (id) => Cache.invalidate(cache, id) })
+      const afterUnauthorized = (target: ProxyTarget) =>
+        Effect.gen(function* () {
+          const renewed = yield* refresher.afterUnauthorized(target.row, target.definition, target.credentials)
+          if (renewed === undefined) return undefined
+          yield* Cache.invalidate(cache, target.row.id)
+          return { ...target, credentials: renewed }
+        })
+
+      return ProxyTargets.of({ get, invalidate: (id) => Cache.invalidate(cache, id), afterUnauthorized })
     })
   )
 }

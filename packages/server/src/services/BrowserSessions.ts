@@ -71,7 +71,9 @@ export const xsrfTokenMatches = (session: BrowserSession, token: string | undefi
 const unavailable = (error: StoreUnavailable) =>
   Effect.logWarning("session store unavailable", error.operation).pipe(
     Effect.andThen(
-      Effect.fail(new ServiceUnavailable({ error: "the session store is unavailable", code: "session_store_unavailable" }))
+      Effect.fail(
+        new ServiceUnavailable({ error: "the session store is unavailable", code: "session_store_unavailable" })
+      )
     )
   )
 

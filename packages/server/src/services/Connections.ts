@@ -15,7 +15,9 @@ import { namespaceFilterMatches } from "@svc/domain/Resource"
 import { ConnectorRepo } from "@svc/sql/ConnectorRepo"
 import type { ConnectionRow } from "@svc/sql/Rows"
 import { Context, Effect, Layer, Option } from "effect"
+import { SvcConfig } from "../config/SvcConfig.ts"
 import { ConnectionSecrets } from "../connections/ConnectionSecrets.ts"
+import { dueAt } from "../connections/UsableCredentials.ts"
 import { type CredentialsError, Credentials } from "../connections/Credentials.ts"
 import { ConnectorDefinitions } from "./ConnectorDefinitions.ts"
 import { type ListPage, type ListRequest, Listing } from "./Listing.ts"
@@ -50,7 +52,7 @@ export class Connections extends Context.Service<
   static readonly layer: Layer.Layer<
     Connections,
     never,
-    ResourceOps | Listing | ConnectorRepo | ConnectorDefinitions | ConnectionSecrets | Credentials
+    ResourceOps | Listing | ConnectorRepo | ConnectorDefinitions | ConnectionSecrets | Credentials | SvcConfig
   > = Layer.effect(
     Connections,
     Effect.gen(function* () {
@@ -60,6 +62,7 @@ export class Connections extends Context.Service<
       const definitions = yield* ConnectorDefinitions
       const secrets = yield* ConnectionSecrets
       const credentials = yield* Credentials
+      const config = yield* SvcConfig
 
       const present = (row: ConnectionRow) =>
         Effect.gen(function* () {
@@ -116,7 +119,9 @@ export class Connections extends Context.Service<
             healthState: "healthy",
             setupStepId: setup.setupStepId,
             configurationEnc,
-            credentialsEnc
+            credentialsEnc,
+            tokenRefreshDueAt:
+              stored === undefined ? null : dueAt(definition, stored, config.oauth2.defaultTokenLifetimeMs)
           }
         })
         return yield* present(row)
@@ -138,13 +143,22 @@ export class Connections extends Context.Service<
         const stored = yield* credentials.accept(definition, input, "body.credentials")
         if (stored === undefined) return yield* Effect.die(new Error("accepted credentials are empty"))
         const credentialsEnc = yield* secrets.sealCredentials(current, stored)
-        const row = yield* ops.update(actor, Kinds.connections, id, { columns: { credentialsEnc } }, (locked) =>
-          // The version decides the auth method: a migration in between must not mix them up.
-          locked.connectorVersion === current.connectorVersion
-            ? Effect.void
-            : Effect.fail(
-                new Conflict({ error: `connection ${id} changed version meanwhile; retry`, code: "concurrent_change" })
-              )
+        const tokenRefreshDueAt = dueAt(definition, stored, config.oauth2.defaultTokenLifetimeMs)
+        const row = yield* ops.update(
+          actor,
+          Kinds.connections,
+          id,
+          { columns: { credentialsEnc, tokenRefreshDueAt } },
+          (locked) =>
+            // The version decides the auth method: a migration in between must not mix them up.
+            locked.connectorVersion === current.connectorVersion
+              ? Effect.void
+              : Effect.fail(
+                  new Conflict({
+                    error: `connection ${id} changed version meanwhile; retry`,
+                    code: "concurrent_change"
+                  })
+                )
         )
         return yield* present(row)
       })
