@@ -14,7 +14,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import {
   type ConnectionBody,
   type ErrorBody,
-  eventually,
   expectError,
   expectStatus,
   launch,
@@ -370,14 +369,7 @@ describe("setup without a browser redirect (issue 5)", () => {
 
   it("chooses the namespace as spec 4.1 says, and never from wildcards", async () => {
     const child = (await r.namespace(`${ns}.team`)).path
-    await r.namespace(`${ns}.other`)
-    const one = await svc.sign(`one-${randomBytes(3).toString("hex")}`)
-    await r.create("actors", {
-      externalId: "placeholder-never-used",
-      namespace: "root",
-      permissions: []
-    })
-    void one
+    const other = (await r.namespace(`${ns}.other`)).path
     const make = async (externalId: string, permissions: ReadonlyArray<Record<string, unknown>>) => {
       await r.create("actors", { externalId, namespace: "root", permissions })
       return svc.sign(externalId)
@@ -395,9 +387,19 @@ describe("setup without a browser redirect (issue 5)", () => {
       201
     )
     expect(chosen.connection.namespace).toBe(child)
+    const several = await make(`several-${randomBytes(3).toString("hex")}`, [
+      get,
+      { namespace: child, resources: ["connections"], verbs: ["create"] },
+      { namespace: other, resources: ["connections"], verbs: ["create"] }
+    ])
+    expectError(
+      await svc.call("POST", "/api/v1/connections/_initiate", { token: several, body: { connectorId } }),
+      400,
+      "into_namespace_required"
+    )
     const wildcard = await make(`wild-${randomBytes(3).toString("hex")}`, [
       get,
-      { namespace: `${ns}.**`, resources: ["connections"], verbs: ["create"] }
+      { namespace: `${child}.**`, resources: ["connections"], verbs: ["create"] }
     ])
     const refused = expectError(
       await svc.call("POST", "/api/v1/connections/_initiate", { token: wildcard, body: { connectorId } }),
@@ -503,4 +505,3 @@ describe("authorization timeout (issue 5)", () => {
   }, 120_000)
 })
 
-void eventually
