@@ -504,4 +504,3 @@ describe("authorization timeout (issue 5)", () => {
     }
   }, 120_000)
 })
-
