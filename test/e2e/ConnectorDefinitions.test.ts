@@ -74,6 +74,7 @@ describe("connector definition documents", () => {
           url: "https://api.acme.example/me",
           timeout: "10s",
           enabled: true,
+          verify: false,
           failure_threshold: 3,
           recovery_threshold: 1
         }

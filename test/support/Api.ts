@@ -168,8 +168,22 @@ export const eventually = async <T>(
   return value
 }
 
-/** Starts `svc serve` (embedded default) in a fresh temp dir and waits until the api answers. */
+/**
+ * Starts `svc serve` (embedded default) in a fresh temp dir and waits until the api answers. A
+ * start that lost a port to another listener between `freePorts` and `listen` (EADDRINUSE) is
+ * retried on fresh ports, at most three times.
+ */
 export const launch = async (prefix: string, options: LaunchOptions = {}): Promise<Svc> => {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await launchOnce(prefix, options)
+    } catch (error) {
+      if (attempt >= 3 || !String(error).includes("EADDRINUSE")) throw error
+    }
+  }
+}
+
+const launchOnce = async (prefix: string, options: LaunchOptions): Promise<Svc> => {
   const dir = await tempDir(prefix)
   const ports = await freePorts()
   const env = { ...portEnv(ports), ...options.env }

@@ -36,7 +36,8 @@ for (const [backend, db] of TestDatabase.backends) {
           [1, "initial"],
           [2, "resources"],
           [3, "secrets_and_probes"],
-          [4, "notifications"]
+          [4, "notifications"],
+          [5, "oauth2"]
         ])
         assert.deepStrictEqual(yield* Migrations.migrateAppMetrics, [
           [1, "request_events"],
@@ -51,7 +52,8 @@ for (const [backend, db] of TestDatabase.backends) {
           { migration_id: 1, name: "initial" },
           { migration_id: 2, name: "resources" },
           { migration_id: 3, name: "secrets_and_probes" },
-          { migration_id: 4, name: "notifications" }
+          { migration_id: 4, name: "notifications" },
+          { migration_id: 5, name: "oauth2" }
         ])
         assert.deepStrictEqual(yield* history("app_metrics_schema_migrations"), [
           { migration_id: 1, name: "request_events" },
@@ -119,6 +121,7 @@ for (const [backend, db] of TestDatabase.backends) {
             "connections_labels_gin",
             "connections_namespace",
             "connections_namespace_name_live",
+            "connections_token_refresh_due",
             "connector_versions_one_primary",
             "connectors_labels_gin",
             "connectors_namespace",
