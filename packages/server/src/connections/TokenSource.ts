@@ -8,7 +8,8 @@
 import type { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
 import { Effect, Metric } from "effect"
 import { fetchClientCredentialsToken } from "../oauth/ClientCredentials.ts"
-import { hasRefreshToken, type RefreshFailureReason, refreshFailureReason, refreshTokenSet } from "../oauth/Refresh.ts"
+import { hasRefreshToken, type RefreshFailureReason, refreshTokenSet } from "../oauth/Refresh.ts"
+import { failureMetricReason } from "../oauth/TokenRequestFailed.ts"
 import type { TokenRequestFailed } from "../oauth/TokenRequestFailed.ts"
 import type { Outbound, OutboundRequest, SendOptions } from "../proxy/Outbound.ts"
 import type { OAuthClient } from "./OAuthClient.ts"
@@ -55,7 +56,7 @@ export interface TokenSourceDeps {
 const internal = (detail: string): TokenFailure => ({ reason: "internal_error", detail })
 
 const fromRequest = (failure: TokenRequestFailed): TokenFailure => ({
-  reason: refreshFailureReason(failure),
+  reason: failureMetricReason(failure),
   detail: failure.message
 })
 

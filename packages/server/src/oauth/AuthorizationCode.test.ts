@@ -1,10 +1,11 @@
 /** The authorization code grant: the authorize URL, the code exchange on the wire, parsing and failures. */
+import { failureMetricReason } from "./TokenRequestFailed.ts"
 import type { ServerResponse } from "node:http"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { OAuth2AuthorizationCodeAuth } from "@svc/domain/ConnectorAuth"
 import { type LocalServer, localServer } from "../proxy/testing/LocalServer.ts"
-import { authorizationUrl, exchangeCode, exchangeFailureReason } from "./AuthorizationCode.ts"
+import { authorizationUrl, exchangeCode } from "./AuthorizationCode.ts"
 import { formOf, json, oauthTest, sendTo } from "./testing/OAuthTestKit.ts"
 import { TokenRequestFailed, type TokenRequestFailureReason } from "./TokenRequestFailed.ts"
 
@@ -210,7 +211,7 @@ describe("exchangeCode", () => {
         const error = yield* Effect.flip(exchangeWith(server, { scopes: [{ name: "repo", required: true }] }))
         assert.instanceOf(error, TokenRequestFailed)
         assert.strictEqual(error.reason, reason)
-        assert.strictEqual(exchangeFailureReason(error), metric)
+        assert.strictEqual(failureMetricReason(error), metric)
       })
     )
   }
@@ -223,13 +224,13 @@ describe("exchangeCode", () => {
         exchangeCode(auth, client, exchange, yield* sendTo(server, { allowPrivateNetworks: false }), now)
       )
       assert.strictEqual(denied.reason, "network_error")
-      assert.strictEqual(exchangeFailureReason(denied), "network_error")
+      assert.strictEqual(failureMetricReason(denied), "network_error")
       assert.strictEqual(server.requests.length, 0)
       const stalled = yield* Effect.flip(
         exchangeCode(auth, client, exchange, yield* sendTo(server, { totalMs: 200 }), now)
       )
       assert.strictEqual(stalled.reason, "timeout")
-      assert.strictEqual(exchangeFailureReason(stalled), "network_error")
+      assert.strictEqual(failureMetricReason(stalled), "network_error")
     })
   )
 

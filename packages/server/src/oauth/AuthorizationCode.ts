@@ -2,7 +2,7 @@
  * The OAuth2 authorization code grant with PKCE S256 (RFC 6749 4.1, RFC 7636): the authorization
  * request URL and the code exchange at the token endpoint, transport-free like the other grants.
  */
-import { Effect, Schema } from "effect"
+import { Effect } from "effect"
 import type { OAuth2AuthorizationCodeAuth, OAuth2TokenSet } from "@svc/domain/ConnectorAuth"
 import { clientAuthenticatedForm, type OAuth2Client, secretForms } from "./ClientAuth.ts"
 import {
@@ -13,7 +13,7 @@ import {
   sendForm,
   tokenAnswer
 } from "./TokenEndpoint.ts"
-import { failureMetricReason, TokenRequestFailed } from "./TokenRequestFailed.ts"
+import { TokenRequestFailed } from "./TokenRequestFailed.ts"
 
 type AuthorizationCodeAuth = typeof OAuth2AuthorizationCodeAuth.Type
 
@@ -106,21 +106,3 @@ export const exchangeCode = Effect.fn("exchangeCode")(function* (
   const requested = requestedScope(auth.scopes, auth.scope_separator)
   return requested === undefined ? token : { ...token, scope: requested }
 })
-
-/** The `reason` of `svc.oauth2.token_exchange.failures.total` (spec 8.3). */
-export const ExchangeFailureReason = Schema.Literals([
-  "invalid_grant",
-  "provider_5xx",
-  "network_error",
-  "malformed_response",
-  "internal_error",
-  "provider_rejected"
-])
-export type ExchangeFailureReason = typeof ExchangeFailureReason.Type
-
-/**
- * The metric reason of a failed exchange: `invalid_grant`, `provider_5xx`, `malformed_response`
- * as named; `network_error` and `timeout` → `network_error`; every other refusal →
- * `provider_rejected`. `internal_error` is the caller's, for failures outside the exchange.
- */
-export const exchangeFailureReason = (error: TokenRequestFailed): ExchangeFailureReason => failureMetricReason(error)

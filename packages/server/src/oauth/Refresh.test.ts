@@ -1,10 +1,11 @@
 /** Refreshing a token set: the request on the wire, what is kept from the old set, failures and their metric reasons. */
+import { failureMetricReason } from "./TokenRequestFailed.ts"
 import type { ServerResponse } from "node:http"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { OAuth2AuthorizationCodeAuth, type OAuth2TokenSet } from "@svc/domain/ConnectorAuth"
 import { type LocalServer, localServer } from "../proxy/testing/LocalServer.ts"
-import { hasRefreshToken, type RefreshableTokenSet, refreshFailureReason, refreshTokenSet } from "./Refresh.ts"
+import { hasRefreshToken, type RefreshableTokenSet, refreshTokenSet } from "./Refresh.ts"
 import { formOf, json, oauthTest, sendTo } from "./testing/OAuthTestKit.ts"
 import { TokenRequestFailed, type TokenRequestFailureReason } from "./TokenRequestFailed.ts"
 
@@ -151,7 +152,7 @@ describe("refreshTokenSet", () => {
         const error = yield* Effect.flip(refreshWith(server))
         assert.instanceOf(error, TokenRequestFailed)
         assert.strictEqual(error.reason, reason)
-        assert.strictEqual(refreshFailureReason(error), metric)
+        assert.strictEqual(failureMetricReason(error), metric)
       })
     )
   }
@@ -169,7 +170,7 @@ describe("refreshTokenSet", () => {
       ["provider_error", "provider_rejected"]
     ]
     for (const [reason, metric] of table) {
-      assert.strictEqual(refreshFailureReason(new TokenRequestFailed({ reason, detail: "x" })), metric, reason)
+      assert.strictEqual(failureMetricReason(new TokenRequestFailed({ reason, detail: "x" })), metric, reason)
     }
   })
 
@@ -179,12 +180,12 @@ describe("refreshTokenSet", () => {
       const denied = yield* Effect.flip(
         refreshTokenSet(authFor(server), client, current, yield* sendTo(server, { allowPrivateNetworks: false }), now)
       )
-      assert.strictEqual(refreshFailureReason(denied), "network_error")
+      assert.strictEqual(failureMetricReason(denied), "network_error")
       const stalled = yield* Effect.flip(
         refreshTokenSet(authFor(server), client, current, yield* sendTo(server, { totalMs: 200 }), now)
       )
       assert.strictEqual(stalled.reason, "timeout")
-      assert.strictEqual(refreshFailureReason(stalled), "network_error")
+      assert.strictEqual(failureMetricReason(stalled), "network_error")
     })
   )
 

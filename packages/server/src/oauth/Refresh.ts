@@ -6,7 +6,7 @@ import { Effect, Schema } from "effect"
 import type { OAuth2AuthorizationCodeAuth, OAuth2TokenSet } from "@svc/domain/ConnectorAuth"
 import { clientAuthenticatedForm, type OAuth2Client, secretForms } from "./ClientAuth.ts"
 import { type SendOutbound, sendForm, tokenAnswer } from "./TokenEndpoint.ts"
-import { failureMetricReason, TokenRequestFailed } from "./TokenRequestFailed.ts"
+import { TokenRequestFailed } from "./TokenRequestFailed.ts"
 
 /** The token endpoint settings a refresh uses (any OAuth2 auth block has them). */
 export type RefreshEndpoint = Pick<
@@ -70,11 +70,3 @@ export const RefreshFailureReason = Schema.Literals([
   "provider_rejected"
 ])
 export type RefreshFailureReason = typeof RefreshFailureReason.Type
-
-/**
- * The metric reason of a failed refresh: `invalid_grant`, `provider_5xx`, `malformed_response` as
- * named; `network_error` and `timeout` → `network_error`; `invalid_client`, `unauthorized_client`,
- * `invalid_scope`, `provider_error` → `provider_rejected`. `no_refresh_token` (see
- * `hasRefreshToken`) and `internal_error` (a defect or store failure) are the caller's.
- */
-export const refreshFailureReason = (error: TokenRequestFailed): RefreshFailureReason => failureMetricReason(error)
