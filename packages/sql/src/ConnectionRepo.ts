@@ -52,6 +52,8 @@ export class ConnectionRepo extends Context.Service<
     ) => Effect.Effect<boolean, SqlError>
     /** Sets the health state (a failed refresh makes a connection unhealthy). */
     readonly setHealth: (id: string, health: "healthy" | "unhealthy", now: Date) => Effect.Effect<void, SqlError>
+    /** Sets when the sweep refreshes next, unless the credentials changed from `expected` meanwhile. */
+    readonly setRefreshDueAt: (id: string, expected: string, due: Date | null) => Effect.Effect<void, SqlError>
     /** Sets the state of a live connection (e.g. `disconnecting`). */
     readonly setState: (
       id: string,
@@ -135,6 +137,16 @@ export class ConnectionRepo extends Context.Service<
         return rows.map((row) => row.id)
       })
 
+      const setRefreshDueAt = Effect.fn("ConnectionRepo.setRefreshDueAt")(function* (
+        id: string,
+        expected: string,
+        due: Date | null
+      ) {
+        yield* sql`
+          UPDATE connections SET token_refresh_due_at = ${due}
+          WHERE id = ${id} AND deleted_at IS NULL AND credentials_enc = ${expected}`
+      })
+
       const setState = Effect.fn("ConnectionRepo.setState")(function* (id: string, state: string, now: Date) {
         const rows = yield* sql`
           UPDATE connections SET state = ${state}, updated_at = ${now}
@@ -155,6 +167,7 @@ export class ConnectionRepo extends Context.Service<
         currentCredentials,
         advanceSetup,
         setHealth,
+        setRefreshDueAt,
         setState,
         markDisconnected,
         dueForRefresh

@@ -3,7 +3,13 @@
  * `preconnect` steps, the auth step, the `configure` steps, then the verify probes. Pure: what a
  * step is and which comes next; the service stores where a connection stands in `setupStepId`.
  */
-import { credentialsStepId, oauth2StepId, type SetupPhase, verifyStepId } from "@svc/domain/ConnectionSetup"
+import {
+  credentialsStepId,
+  oauth2StepId,
+  type SetupNext,
+  type SetupPhase,
+  verifyStepId
+} from "@svc/domain/ConnectionSetup"
 import type { ConnectorAuth } from "@svc/domain/ConnectorAuth"
 import type { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
 import { type SetupStep, setupSteps } from "@svc/domain/SetupFlow"
@@ -87,4 +93,30 @@ export const stepAfter = (plan: ReadonlyArray<PlannedStep>, id: string | null): 
   if (id === null) return plan[0]
   const index = plan.findIndex((step) => step.id === id)
   return index < 0 ? undefined : plan[index + 1]
+}
+
+/** What a client shows for a step that is a form: the definition's, the credentials form, or a verify retry. */
+export const formNext = (step: Exclude<PlannedStep, { readonly kind: "oauth2" }>): SetupNext => {
+  switch (step.kind) {
+    case "form":
+      return {
+        type: "form",
+        stepId: step.id,
+        phase: step.phase,
+        ...(step.step.title === undefined ? {} : { title: step.step.title }),
+        ...(step.step.description === undefined ? {} : { description: step.step.description }),
+        json_schema: step.step.json_schema
+      }
+    case "credentials":
+      return { type: "form", stepId: step.id, phase: "credentials", title: "Credentials", json_schema: step.schema }
+    case "verify":
+      return {
+        type: "form",
+        stepId: step.id,
+        phase: "configure",
+        title: "Verify the connection",
+        description: "The connection's verify probes failed; submit this step to run them again.",
+        json_schema: { type: "object", properties: {}, additionalProperties: false }
+      }
+  }
 }

@@ -36,7 +36,8 @@ import { ResourceOps } from "../services/ResourceOps.ts"
 import { ConnectionSecrets } from "./ConnectionSecrets.ts"
 import { failureKey } from "./RefreshLease.ts"
 import * as RefreshSweep from "./RefreshSweep.ts"
-import { dueAt, TokenRefresher } from "./TokenRefresher.ts"
+import { TokenRefresher } from "./TokenRefresher.ts"
+import { dueAt } from "./UsableCredentials.ts"
 
 const clientSecret = "refresher-client-s3cret"
 const defaultLifetimeMs = 45 * 60_000

@@ -12,7 +12,7 @@ import { reauthKey, reauthNotice } from "@svc/domain/Notification"
 import type { StoredCredentials } from "@svc/domain/ConnectorAuth"
 import { ConnectionRepo } from "@svc/sql/ConnectionRepo"
 import type { ConnectionRow } from "@svc/sql/Rows"
-import { Cause, Clock, Context, DateTime, Deferred, Duration, Effect, Layer, Metric, Option, type Exit } from "effect"
+import { Cause, Clock, Context, DateTime, Deferred, Duration, Effect, Layer, Option, type Exit } from "effect"
 import { SvcConfig } from "../config/SvcConfig.ts"
 import type { RefreshFailureReason } from "../oauth/Refresh.ts"
 import { Outbound } from "../proxy/Outbound.ts"
@@ -25,18 +25,9 @@ import { ResourceOps } from "../services/ResourceOps.ts"
 import { ConnectionSecrets } from "./ConnectionSecrets.ts"
 import { OAuthClient } from "./OAuthClient.ts"
 import { leaseTtlMs, makeRefreshLease, permanentFailureMemoryMs, transientFailureMemoryMs } from "./RefreshLease.ts"
-import {
-  deadReasons,
-  makeTokenSource,
-  reauthReasons,
-  refreshAttempts,
-  refreshFailures,
-  type TokenFailure
-} from "./TokenSource.ts"
+import { deadReasons, makeTokenSource, reauthReasons, countRefresh, type TokenFailure } from "./TokenSource.ts"
+import { scopeNames } from "../oauth/TokenEndpoint.ts"
 import { dueAt, isDue, isExpired, isOAuth2, type OAuth2Credentials, retryAt } from "./UsableCredentials.ts"
-
-export { dueAt } from "./UsableCredentials.ts"
-export { refreshAttempts, refreshFailures } from "./TokenSource.ts"
 
 /** How often a process waiting on another's lease re-reads the row. */
 const pollIntervalMs = 100
@@ -149,12 +140,6 @@ export class TokenRefresher extends Context.Service<
       const lookaheadMs = config.oauth2.refreshSweepIntervalMs
       const flights = new Map<string, Deferred.Deferred<RefreshOutcome>>()
 
-      const count = (result: "success" | "failure", reason?: RefreshFailureReason) =>
-        Effect.andThen(
-          Metric.update(Metric.withAttributes(refreshAttempts, { result }), 1),
-          reason === undefined ? Effect.void : Metric.update(Metric.withAttributes(refreshFailures, { reason }), 1)
-        )
-
       /** The stored OAuth2 credentials of the target's connection, read now. */
       const read = (target: Target) =>
         Effect.gen(function* () {
@@ -185,10 +170,13 @@ export class TokenRefresher extends Context.Service<
         Effect.gen(function* () {
           const sealed = yield* secrets.sealCredentials(target, next)
           const scope = next.token.scope
+          const auth = target.definition.auth
           const side = {
             tokenRefreshDueAt: dueAt(target.definition, next, defaultLifetimeMs),
             healthState: "healthy" as const,
-            ...(scope === undefined ? {} : { grantedScopes: scope.split(/[\s,]+/).filter((part) => part !== "") })
+            ...(scope === undefined
+              ? {}
+              : { grantedScopes: scopeNames(scope, auth.type === "oauth2" ? auth.scope_separator : " ") })
           }
           let expected = found.sealed
           for (let tries = 0; tries < 3; tries++) {
@@ -196,7 +184,7 @@ export class TokenRefresher extends Context.Service<
               yield* lease.forget(target.id)
               yield* notifications.clear(target.id, reauthKey)
               changes.changed(target.id)
-              yield* count("success")
+              yield* countRefresh("success")
               yield* Effect.annotateCurrentSpan({ "svc.oauth2.refresh.result": "success" })
               yield* Effect.logInfo(`refreshed the OAuth2 token of connection ${target.id}`)
               return fresh("self", next)
@@ -218,7 +206,7 @@ export class TokenRefresher extends Context.Service<
         Effect.gen(function* () {
           const { reason } = failure
           const reauth = reauthReasons.has(reason)
-          yield* count("failure", reason)
+          yield* countRefresh("failure", reason)
           yield* Effect.annotateCurrentSpan({
             "svc.oauth2.refresh.result": "failure",
             "svc.oauth2.refresh.reason": reason
@@ -237,10 +225,8 @@ export class TokenRefresher extends Context.Service<
           const due = deadReasons.has(reason)
             ? null
             : retryAt(dueAt(target.definition, found.credentials, defaultLifetimeMs), now)
-          // The same ciphertext back: only the sweep's time changes, and a concurrent write wins.
-          yield* Effect.orDie(
-            connections.swapCredentials(target.id, found.sealed, found.sealed, at, { tokenRefreshDueAt: due })
-          )
+          // Only the sweep's time changes, and a concurrent credentials write wins.
+          yield* Effect.orDie(connections.setRefreshDueAt(target.id, found.sealed, due))
           changes.changed(target.id)
           return { _tag: "Failed", reason, credentials: found.credentials } satisfies RefreshOutcome
         })
@@ -318,7 +304,7 @@ export class TokenRefresher extends Context.Service<
               Cause.hasInterruptsOnly(cause)
                 ? Effect.failCause(cause)
                 : Effect.gen(function* () {
-                    yield* count("failure", "internal_error")
+                    yield* countRefresh("failure", "internal_error")
                     yield* Effect.logError(
                       `OAuth2 token refresh of connection ${target.id} failed (internal_error)`,
                       cause

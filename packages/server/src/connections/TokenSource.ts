@@ -9,8 +9,7 @@ import type { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
 import { Effect, Metric } from "effect"
 import { fetchClientCredentialsToken } from "../oauth/ClientCredentials.ts"
 import { hasRefreshToken, type RefreshFailureReason, refreshTokenSet } from "../oauth/Refresh.ts"
-import { failureMetricReason } from "../oauth/TokenRequestFailed.ts"
-import type { TokenRequestFailed } from "../oauth/TokenRequestFailed.ts"
+import { failureMetricReason, type TokenRequestFailed } from "../oauth/TokenRequestFailed.ts"
 import type { Outbound, OutboundRequest, SendOptions } from "../proxy/Outbound.ts"
 import type { OAuthClient } from "./OAuthClient.ts"
 import { endpointOptions } from "./OutboundOptions.ts"
@@ -43,6 +42,13 @@ export const refreshFailures = Metric.counter("svc.oauth2.refresh.failures.total
   description: "Failed OAuth2 token refreshes, by reason",
   incremental: true
 })
+
+/** Counts one refresh attempt, and its failure reason when it failed (spec 8.3). */
+export const countRefresh = (result: "success" | "failure", reason?: RefreshFailureReason): Effect.Effect<void> =>
+  Effect.andThen(
+    Metric.update(Metric.withAttributes(refreshAttempts, { result }), 1),
+    reason === undefined ? Effect.void : Metric.update(Metric.withAttributes(refreshFailures, { reason }), 1)
+  )
 
 /** What `makeTokenSource` needs. */
 export interface TokenSourceDeps {

@@ -126,16 +126,21 @@ export const requestedScope = (scopes: ReadonlyArray<OAuth2Scope>, separator: st
  * The definition's required scopes missing from a granted `scope` (split on the separator, and
  * leniently on whitespace and commas as providers mix them).
  */
+/**
+ * The scope names of a granted `scope` string: split on the definition's separator, and leniently
+ * on whitespace and commas as providers mix them.
+ */
+export const scopeNames = (scope: string, separator = " "): ReadonlyArray<string> =>
+  scope
+    .split(separator)
+    .flatMap((part) => part.split(/[\s,]+/))
+    .filter((part) => part !== "")
+
 export const missingRequiredScopes = (
   scopes: ReadonlyArray<OAuth2Scope>,
   scope: string,
   separator: string
 ): ReadonlyArray<string> => {
-  const granted = new Set(
-    scope
-      .split(separator)
-      .flatMap((part) => part.split(/[\s,]+/))
-      .filter((part) => part !== "")
-  )
+  const granted = new Set(scopeNames(scope, separator))
   return scopes.filter((wanted) => wanted.required && !granted.has(wanted.name)).map((wanted) => wanted.name)
 }

@@ -24,10 +24,11 @@ import { AuthorizationFlows, sha256, type StateRecord } from "../connections/Aut
 import { ConnectionSecrets } from "../connections/ConnectionSecrets.ts"
 import { OAuthClient } from "../connections/OAuthClient.ts"
 import { endpointOptions } from "../connections/OutboundOptions.ts"
-import { dueAt } from "../connections/TokenRefresher.ts"
+import { dueAt } from "../connections/UsableCredentials.ts"
 import { isAllowedReturnUrl } from "../http/BrowserPages.ts"
 import { authorizationUrl, exchangeCode } from "../oauth/AuthorizationCode.ts"
 import { makePkce, randomToken } from "../oauth/Pkce.ts"
+import { scopeNames } from "../oauth/TokenEndpoint.ts"
 import { Outbound } from "../proxy/Outbound.ts"
 import { ConnectionChanges } from "./ConnectionChanges.ts"
 import { ConnectionSetup } from "./ConnectionSetup.ts"
@@ -200,7 +201,8 @@ export class ConnectionAuthorization extends Context.Service<
           const stored: StoredCredentials = { kind: "oauth2_authorization_code", token }
           const sealed = yield* secrets.sealCredentials(row, stored)
           const now = yield* Clock.currentTimeMillis
-          const granted = (token.scope ?? "").split(/[\s,]+/).filter((scope) => scope !== "")
+          const auth = definition.auth
+          const granted = scopeNames(token.scope ?? "", auth.type === "oauth2" ? auth.scope_separator : " ")
           return yield* Effect.orDie(
             repo.swapCredentials(row.id, row.credentialsEnc, sealed, new Date(now), {
               grantedScopes: granted,

@@ -23,7 +23,6 @@ import { makeId } from "@svc/domain/Ids"
 import { setupKey } from "@svc/domain/Notification"
 import { namespaceFilterMatches } from "@svc/domain/Resource"
 import { ConnectionRepo } from "@svc/sql/ConnectionRepo"
-import { ConnectorRepo } from "@svc/sql/ConnectorRepo"
 import type { ConnectionRow } from "@svc/sql/Rows"
 import { Clock, Context, DateTime, Effect, Layer, Option } from "effect"
 import { SvcConfig } from "../config/SvcConfig.ts"
@@ -32,7 +31,14 @@ import { ConnectionSecrets } from "../connections/ConnectionSecrets.ts"
 import { type CredentialsError, Credentials } from "../connections/Credentials.ts"
 import { chooseNamespace } from "../connections/InitiateNamespace.ts"
 import { OAuthClient } from "../connections/OAuthClient.ts"
-import { type PlannedStep, isAuthorizationCode, setupPlan, stepAfter, stepById } from "../connections/SetupSteps.ts"
+import {
+  formNext,
+  isAuthorizationCode,
+  type PlannedStep,
+  setupPlan,
+  stepAfter,
+  stepById
+} from "../connections/SetupSteps.ts"
 import { isAllowedReturnUrl } from "../http/BrowserPages.ts"
 import { randomToken } from "../oauth/Pkce.ts"
 import { ConnectionChanges } from "./ConnectionChanges.ts"
@@ -87,7 +93,6 @@ export class ConnectionSetup extends Context.Service<
     ConnectionSetup,
     never,
     | ResourceOps
-    | ConnectorRepo
     | ConnectionRepo
     | ConnectorDefinitions
     | ConnectionSecrets
@@ -102,7 +107,6 @@ export class ConnectionSetup extends Context.Service<
     ConnectionSetup,
     Effect.gen(function* () {
       const ops = yield* ResourceOps
-      const connectorRepo = yield* ConnectorRepo
       const repo = yield* ConnectionRepo
       const definitions = yield* ConnectorDefinitions
       const secrets = yield* ConnectionSecrets
@@ -170,36 +174,8 @@ export class ConnectionSetup extends Context.Service<
         actor: { readonly id: string }
       ): Effect.Effect<SetupNext, ServiceUnavailable> => {
         if (step === undefined || row.state !== "setup") return Effect.succeed({ type: "complete" })
-        switch (step.kind) {
-          case "form":
-            return Effect.succeed({
-              type: "form",
-              stepId: step.id,
-              phase: step.phase,
-              ...(step.step.title === undefined ? {} : { title: step.step.title }),
-              ...(step.step.description === undefined ? {} : { description: step.step.description }),
-              json_schema: step.step.json_schema
-            })
-          case "credentials":
-            return Effect.succeed({
-              type: "form",
-              stepId: step.id,
-              phase: "credentials",
-              title: "Credentials",
-              json_schema: step.schema
-            })
-          case "verify":
-            return Effect.succeed({
-              type: "form",
-              stepId: step.id,
-              phase: "configure",
-              title: "Verify the connection",
-              description: "The connection's verify probes failed; submit this step to run them again.",
-              json_schema: { type: "object", properties: {}, additionalProperties: false }
-            })
-          case "oauth2":
-            return redirectNext(row, actor, "setup", row.setupReturnUrl ?? undefined)
-        }
+        if (step.kind === "oauth2") return redirectNext(row, actor, "setup", row.setupReturnUrl ?? undefined)
+        return Effect.succeed(formNext(step))
       }
 
       const progressOf = (row: ConnectionRow, definition: ConnectorDefinition, actor: { readonly id: string }) =>
@@ -252,16 +228,8 @@ export class ConnectionSetup extends Context.Service<
             const choice = chooseNamespace(actor, connector.namespace)
             if (choice._tag !== "Chosen") return yield* unknown
           }
-          const versions = yield* Effect.orDie(connectorRepo.versions(connector.id))
-          const primary = versions.find((version) => version.state === "primary")
-          if (primary === undefined) {
-            return yield* new Conflict({
-              error: `connector ${connector.id} has no primary version`,
-              code: "no_primary_version"
-            })
-          }
-          const definition = yield* definitions.get(connector.id, primary.version)
-          return { connector, version: primary.version, definition }
+          const primary = yield* definitions.primary(connector.id)
+          return { connector, version: primary.version, definition: primary.definition }
         })
 
       const initiate = Effect.fn("ConnectionSetup.initiate")(function* (

@@ -12,7 +12,6 @@ import { BadRequest, Conflict, NotFound } from "@svc/domain/Errors"
 import type { AuthenticatedActor } from "@svc/domain/http/Security"
 import { makeId } from "@svc/domain/Ids"
 import { namespaceFilterMatches } from "@svc/domain/Resource"
-import { ConnectorRepo } from "@svc/sql/ConnectorRepo"
 import type { ConnectionRow } from "@svc/sql/Rows"
 import { Context, Effect, Layer, Option } from "effect"
 import { SvcConfig } from "../config/SvcConfig.ts"
@@ -52,13 +51,12 @@ export class Connections extends Context.Service<
   static readonly layer: Layer.Layer<
     Connections,
     never,
-    ResourceOps | Listing | ConnectorRepo | ConnectorDefinitions | ConnectionSecrets | Credentials | SvcConfig
+    ResourceOps | Listing | ConnectorDefinitions | ConnectionSecrets | Credentials | SvcConfig
   > = Layer.effect(
     Connections,
     Effect.gen(function* () {
       const ops = yield* ResourceOps
       const listing = yield* Listing
-      const connectorRepo = yield* ConnectorRepo
       const definitions = yield* ConnectorDefinitions
       const secrets = yield* ConnectionSecrets
       const credentials = yield* Credentials
@@ -90,16 +88,9 @@ export class Connections extends Context.Service<
         }
         // Refuse before any provider is called on the caller's behalf.
         yield* ops.authorizeCreate(actor, Kinds.connections, namespace)
-        const versions = yield* Effect.orDie(connectorRepo.versions(connector.id))
-        const primary = versions.find((version) => version.state === "primary")
         // spec 3.2: only a primary version accepts new connections.
-        if (primary === undefined) {
-          return yield* new Conflict({
-            error: `connector ${connector.id} has no primary version`,
-            code: "no_primary_version"
-          })
-        }
-        const definition: ConnectorDefinition = yield* definitions.get(connector.id, primary.version)
+        const primary = yield* definitions.primary(connector.id)
+        const definition: ConnectorDefinition = primary.definition
         const setup = yield* validateConfiguration(definition, body.configuration, "body.configuration")
         const stored = yield* credentials.accept(definition, body.credentials, "body.credentials")
         const identity = { id: makeId("cxn"), namespace }

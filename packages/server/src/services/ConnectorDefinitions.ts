@@ -3,6 +3,7 @@
  * never changes once written, so the cache needs no invalidation.
  */
 import { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
+import { Conflict } from "@svc/domain/Errors"
 import { ConnectorRepo } from "@svc/sql/ConnectorRepo"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 
@@ -15,6 +16,10 @@ export class ConnectorDefinitions extends Context.Service<
   {
     /** The definition of one version; a missing version or undecodable document is a defect. */
     readonly get: (connectorId: string, version: number) => Effect.Effect<ConnectorDefinition>
+    /** The primary version and its definition: the one new connections land on (spec 3.2); 409 when none. */
+    readonly primary: (
+      connectorId: string
+    ) => Effect.Effect<{ readonly version: number; readonly definition: ConnectorDefinition }, Conflict>
   }
 >()("@svc/server/ConnectorDefinitions") {
   static readonly layer: Layer.Layer<ConnectorDefinitions, never, ConnectorRepo> = Layer.effect(
@@ -34,7 +39,18 @@ export class ConnectorDefinitions extends Context.Service<
         cache.set(key, definition)
         return definition
       })
-      return ConnectorDefinitions.of({ get })
+      const primary = Effect.fnUntraced(function* (connectorId: string) {
+        const versions = yield* Effect.orDie(repo.versions(connectorId))
+        const found = versions.find((version) => version.state === "primary")
+        if (found === undefined) {
+          return yield* new Conflict({
+            error: `connector ${connectorId} has no primary version`,
+            code: "no_primary_version"
+          })
+        }
+        return { version: found.version, definition: yield* get(connectorId, found.version) }
+      })
+      return ConnectorDefinitions.of({ get, primary })
     })
   )
 }
