@@ -3,6 +3,7 @@
  * RS256 keys are PEM (PKCS#8 private, SPKI public); an HS256 secret is the file's raw bytes.
  */
 import { Effect } from "effect"
+import { Flag } from "effect/cli"
 import { importPKCS8, importSPKI } from "jose"
 import type { CryptoKey, KeyObject } from "jose"
 import { createPublicKey } from "node:crypto"
@@ -78,3 +79,21 @@ export const loadVerifyKey = Effect.fnUntraced(function* (ref: VerifyKeyRef) {
   }
   return { alg: "RS256", key } satisfies PinnedKey
 })
+
+/** The signing key of a token: an RS256 private key or an HS256 shared secret, by path. */
+export const loadSigningKey = (key: { readonly alg: "RS256" | "HS256"; readonly path: string }) =>
+  key.alg === "RS256" ? loadPrivateKey(key.path) : loadSecret(key.path)
+
+/** `--privateKeyPath` and `--secretKeyPath`, shared by every command that signs a token. */
+export const signingKeyFlags = {
+  privateKeyPath: Flag.String("privateKeyPath").pipe(
+    Flag.withMetavar("PATH"),
+    Flag.withDescription("RS256 private key, PEM PKCS#8 (default: config admin_private_key_path)"),
+    Flag.optional
+  ),
+  secretKeyPath: Flag.String("secretKeyPath").pipe(
+    Flag.withMetavar("PATH"),
+    Flag.withDescription("HS256 shared secret file, every byte is the secret (default: config admin_shared_key_path)"),
+    Flag.optional
+  )
+}

@@ -13,7 +13,7 @@ import type { LoadedConfig } from "./CliConfig.ts"
 import { CliFailure } from "./CliFailure.ts"
 import { parseDuration } from "./Duration.ts"
 import { signToken } from "./Jwt.ts"
-import { loadPrivateKey, loadSecret } from "./Keys.ts"
+import { loadSigningKey, signingKeyFlags } from "./Keys.ts"
 import { resolveSigningKey } from "./SignPlan.ts"
 import type { KeyRef } from "./SignPlan.ts"
 import { TokenId } from "./TokenId.ts"
@@ -57,16 +57,7 @@ export const marketplaceLoginFlags = {
     Flag.withDescription(`Public service base URL (default: config server.marketplace, else ${defaultMarketplaceUrl})`),
     Flag.optional
   ),
-  privateKeyPath: Flag.String("privateKeyPath").pipe(
-    Flag.withMetavar("PATH"),
-    Flag.withDescription("RS256 private key, PEM PKCS#8 (default: config admin_private_key_path)"),
-    Flag.optional
-  ),
-  secretKeyPath: Flag.String("secretKeyPath").pipe(
-    Flag.withMetavar("PATH"),
-    Flag.withDescription("HS256 shared secret file, every byte is the secret (default: config admin_shared_key_path)"),
-    Flag.optional
-  )
+  ...signingKeyFlags
 }
 
 /** Parsed values of `marketplaceLoginFlags`. */
@@ -205,7 +196,7 @@ export interface LoginUrlSigner {
 
 /** Loads the plan's signing key and returns a `LoginUrlSigner` for the plan's actor and lifetime. */
 export const makeLoginUrlSigner = Effect.fnUntraced(function* (plan: MarketplaceLoginPlan) {
-  const signing = plan.key.alg === "RS256" ? yield* loadPrivateKey(plan.key.path) : yield* loadSecret(plan.key.path)
+  const signing = yield* loadSigningKey(plan.key)
   const sign = Effect.fnUntraced(function* (returnTo: string | undefined) {
     const nowMillis = yield* Clock.currentTimeMillis
     const jti = yield* (yield* TokenId).next

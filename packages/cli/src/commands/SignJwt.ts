@@ -7,7 +7,7 @@ import { buildClaims, DashboardPreset, dashboardPresetPermissions, parsePermissi
 import { loadCliConfig } from "../CliConfig.ts"
 import { readText } from "../Files.ts"
 import { signToken } from "../Jwt.ts"
-import { loadPrivateKey, loadSecret } from "../Keys.ts"
+import { loadSigningKey, signingKeyFlags } from "../Keys.ts"
 import { root } from "../Root.ts"
 import { resolveSignPlan, signJwtFlagErrors } from "../SignPlan.ts"
 import type { RestrictionSource } from "../SignPlan.ts"
@@ -59,16 +59,7 @@ export const signJwtFlags = {
     ),
     Flag.optional
   ),
-  privateKeyPath: Flag.String("privateKeyPath").pipe(
-    Flag.withMetavar("PATH"),
-    Flag.withDescription("RS256 private key, PEM PKCS#8 (default: config admin_private_key_path)"),
-    Flag.optional
-  ),
-  secretKeyPath: Flag.String("secretKeyPath").pipe(
-    Flag.withMetavar("PATH"),
-    Flag.withDescription("HS256 shared secret file, every byte is the secret (default: config admin_shared_key_path)"),
-    Flag.optional
-  )
+  ...signingKeyFlags
 }
 
 const loadRestrictions = Effect.fnUntraced(function* (source: RestrictionSource | undefined) {
@@ -87,7 +78,7 @@ export const signJwt = Command.make(
     const loaded = yield* loadCliConfig(config)
     const plan = yield* Effect.fromResult(resolveSignPlan(flags, loaded))
     const permissions = yield* loadRestrictions(plan.restrictions)
-    const signing = plan.key.alg === "RS256" ? yield* loadPrivateKey(plan.key.path) : yield* loadSecret(plan.key.path)
+    const signing = yield* loadSigningKey(plan.key)
     const nowMillis = yield* Clock.currentTimeMillis
     const jti = yield* (yield* TokenId).next
     const claims = buildClaims({
