@@ -153,8 +153,10 @@ describe("_proxy_raw streams", () => {
     expect(uploaded).toBe(total)
     const growth = peak - baseline
     console.log(`100 MB upload through _proxy_raw: svc RSS grew by ${(growth / 1024 / 1024).toFixed(1)} MB`)
-    // A buffered upload would grow the process by at least 100 MB.
-    expect(growth).toBeLessThan(16 * 1024 * 1024)
+    // A buffered upload would grow the process by at least 100 MB. The margin leaves room for the
+    // process's own background work during the upload (embedded PGlite event batches, the probe
+    // and token-refresh sweeps), which reached 19.8 MB once on a loaded CI machine.
+    expect(growth).toBeLessThan(40 * 1024 * 1024)
   }, 120_000)
 })
 
