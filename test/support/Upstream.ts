@@ -2,7 +2,7 @@
  * A routed local upstream for black-box tests: the server package's recording `LocalServer`,
  * answering by path prefix through replaceable handlers (unrouted paths answer 404).
  */
-import { type RecordedRequest, startLocalServer } from "@svc/server/proxy/testing/LocalServer"
+import { type RecordedRequest, startLocalServer } from "@svc/server/outbound/testing/LocalServer"
 
 /** One request as the upstream saw it, with its path and query split out. */
 export interface SeenRequest extends RecordedRequest {

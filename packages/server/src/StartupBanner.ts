@@ -10,7 +10,7 @@ import { randomUUID } from "node:crypto"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import type { ResolvedConfig } from "./config/SvcConfig.ts"
-import { version } from "./Version.ts"
+import { version } from "./config/Version.ts"
 
 const adminTokenTtlSeconds = 7 * 24 * 3600
 

@@ -9,7 +9,7 @@ import { allServiceIds, type ServiceId } from "@svc/domain/Auth"
 import { type ConfigError, loadConfig } from "./config/ConfigLoader.ts"
 import type { ResolvedConfig } from "./config/SvcConfig.ts"
 import { runMigrations, serve } from "./Serve.ts"
-import { version } from "./Version.ts"
+import { version } from "./config/Version.ts"
 
 const configFlag = Flag.String("config").pipe(
   Flag.withDescription(

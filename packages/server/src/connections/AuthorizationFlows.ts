@@ -13,7 +13,7 @@
 import { ServiceUnavailable } from "@svc/domain/Errors"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { createHash } from "node:crypto"
-import { CounterStore } from "../services/CounterStore.ts"
+import { CounterStore } from "../stores/CounterStore.ts"
 
 /** Why the browser is sent to the provider: first setup, or re-authentication of a configured connection. */
 export const FlowPurpose = Schema.Literals(["setup", "reauth"])

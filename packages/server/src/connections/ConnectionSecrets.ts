@@ -6,7 +6,7 @@
  */
 import { type StoredCredentials, StoredCredentials as StoredCredentialsSchema } from "@svc/domain/ConnectorAuth"
 import { Context, Effect, Layer, Schema } from "effect"
-import { Encryption } from "../services/Encryption.ts"
+import { Encryption } from "../crypto/Encryption.ts"
 
 /** The identity a sealed value is bound to. */
 export interface ConnectionIdentity {

@@ -15,8 +15,8 @@ import { BadGateway, BadRequest, GatewayTimeout, issueDetails } from "@svc/domai
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SvcConfig } from "../config/SvcConfig.ts"
 import { fetchClientCredentialsToken, type TokenRequestFailed } from "../oauth/ClientCredentials.ts"
-import { Outbound } from "../proxy/Outbound.ts"
-import { endpointOptions } from "./OutboundOptions.ts"
+import { Outbound } from "../outbound/Outbound.ts"
+import { endpointOptions } from "../outbound/OutboundOptions.ts"
 
 /** Errors of accepting credentials. */
 export type CredentialsError = BadRequest | BadGateway | GatewayTimeout

@@ -9,9 +9,9 @@ import { parseDuration } from "@svc/domain/Duration"
 import { ProbeStateRepo } from "@svc/sql/ProbeStateRepo"
 import { Clock, Effect, Layer, Option } from "effect"
 import { SvcConfig } from "../config/SvcConfig.ts"
-import { ConnectorDefinitions } from "../services/ConnectorDefinitions.ts"
-import * as Kinds from "../services/ResourceKinds.ts"
-import { ResourceOps } from "../services/ResourceOps.ts"
+import { ConnectorDefinitions } from "../resources/ConnectorDefinitions.ts"
+import * as Kinds from "../resources/ResourceKinds.ts"
+import { ResourceOps } from "../resources/ResourceOps.ts"
 import { Probes } from "./Probes.ts"
 
 /** Schedules are re-synchronised with connections and definitions at most this often. */

@@ -9,7 +9,7 @@
 import { createHash, randomUUID } from "node:crypto"
 import { Effect, Option, Schema } from "effect"
 import { RefreshFailureReason } from "../oauth/Refresh.ts"
-import type { CounterStore } from "../services/CounterStore.ts"
+import type { CounterStore } from "../stores/CounterStore.ts"
 
 /** How long a lease lives; the holder's provider call is bounded well below it. */
 export const leaseTtlMs = 30_000

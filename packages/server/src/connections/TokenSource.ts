@@ -10,9 +10,9 @@ import { Effect, Metric } from "effect"
 import { fetchClientCredentialsToken } from "../oauth/ClientCredentials.ts"
 import { hasRefreshToken, type RefreshFailureReason, refreshTokenSet } from "../oauth/Refresh.ts"
 import { failureMetricReason, type TokenRequestFailed } from "../oauth/TokenRequestFailed.ts"
-import type { Outbound, OutboundRequest, SendOptions } from "../proxy/Outbound.ts"
+import type { Outbound, OutboundRequest, SendOptions } from "../outbound/Outbound.ts"
 import type { OAuthClient } from "./OAuthClient.ts"
-import { endpointOptions } from "./OutboundOptions.ts"
+import { endpointOptions } from "../outbound/OutboundOptions.ts"
 import type { OAuth2Credentials } from "./UsableCredentials.ts"
 
 /** A refresh that did not produce a token: the metric reason and a secret-free description. */

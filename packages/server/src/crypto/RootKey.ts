@@ -6,7 +6,7 @@
 import { Config, Effect, Redacted, Schema } from "effect"
 import * as fs from "node:fs/promises"
 import type { RootKeySource } from "../config/SvcConfig.ts"
-import { ensureRootKey } from "../services/EmbeddedSecrets.ts"
+import { ensureRootKey } from "./EmbeddedSecrets.ts"
 import { keyLength } from "./Envelope.ts"
 
 /** The configured root key cannot be read or is not base64 of 32 bytes. */

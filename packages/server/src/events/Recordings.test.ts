@@ -7,7 +7,7 @@ import * as fs from "node:fs/promises"
 import * as os from "node:os"
 import * as path from "node:path"
 import * as Envelope from "../crypto/Envelope.ts"
-import { Encryption } from "../services/Encryption.ts"
+import { Encryption } from "../crypto/Encryption.ts"
 import { BlobStorage } from "./BlobStorage.ts"
 import { BodyCapture, captureBuffered } from "./BodyCapture.ts"
 import {

@@ -7,8 +7,8 @@
  */
 import { Cause, Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import type { SvcConfig } from "../config/SvcConfig.ts"
-import type { InjectionPlaces } from "../proxy/CredentialInjection.ts"
-import { type DecryptionFailed, Encryption } from "../services/Encryption.ts"
+import type { InjectionPlaces } from "../outbound/CredentialInjection.ts"
+import { type DecryptionFailed, Encryption } from "../crypto/Encryption.ts"
 import { BlobStorage, BlobStorageError, isValidKey } from "./BlobStorage.ts"
 import type { CapturedBody } from "./BodyCapture.ts"
 import { makeRedactor, type RecordedHeaders } from "./Redaction.ts"

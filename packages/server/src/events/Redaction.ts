@@ -4,7 +4,7 @@
  * sets, URL user info, and every occurrence of the given secret values (also URL-, form- and
  * JSON-encoded) in header values, the URL and the bodies. Pure; never throws.
  */
-import { decodedName, type InjectionPlaces } from "../proxy/CredentialInjection.ts"
+import { decodedName, type InjectionPlaces } from "../outbound/CredentialInjection.ts"
 
 /** What a redacted value reads as. */
 export const redactedText = "[redacted]"

@@ -5,8 +5,8 @@ import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup } from "effect/h
 import type { Permission } from "@svc/domain/Auth"
 import { Unauthorized } from "@svc/domain/Errors"
 import { Authentication, CurrentActor, RequiredPermission } from "@svc/domain/http/Security"
-import { Authenticator } from "../services/Authenticator.ts"
-import { CurrentService } from "../services/CurrentService.ts"
+import { Authenticator } from "../auth/Authenticator.ts"
+import { CurrentService } from "./CurrentService.ts"
 import { AuthenticationLive } from "./AuthenticationLive.ts"
 import { layerErrorHandling } from "./ErrorHandling.ts"
 

@@ -8,8 +8,8 @@ import type { HttpApiEndpoint } from "effect/http-api"
 import { Forbidden, Unauthorized } from "@svc/domain/Errors"
 import { hasAnyGrant } from "@svc/domain/PermissionMatcher"
 import { type AuthenticatedActor, Authentication, CurrentActor, RequiredPermission } from "@svc/domain/http/Security"
-import { Authenticator } from "../services/Authenticator.ts"
-import { CurrentService } from "../services/CurrentService.ts"
+import { Authenticator } from "../auth/Authenticator.ts"
+import { CurrentService } from "./CurrentService.ts"
 
 const missing = new Unauthorized({ error: "a bearer token is required", code: "unauthorized" })
 

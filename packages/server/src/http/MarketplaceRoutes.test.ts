@@ -9,21 +9,13 @@ import { exportSPKI, generateKeyPair, type JWTPayload, SignJWT } from "jose"
 import type { ActorIdentity } from "@svc/domain/http/Security"
 import { loadConfig } from "../config/ConfigLoader.ts"
 import { type ResolvedConfig, SvcConfig } from "../config/SvcConfig.ts"
-import { ActorDirectory } from "../services/ActorDirectory.ts"
-import { Authenticator } from "../services/Authenticator.ts"
-import { BrowserSessions } from "../services/BrowserSessions.ts"
-import { NonceStore } from "../services/NonceStore.ts"
-import { TokenVerifier } from "../services/TokenVerifier.ts"
-import {
-  clearCookie,
-  htmlPage,
-  isAllowedReturnUrl,
-  isSecureBaseUrl,
-  parseCookies,
-  resolveReturnUrl,
-  sessionCookie,
-  xsrfCookie
-} from "./BrowserPages.ts"
+import { ActorDirectory } from "../resources/ActorDirectory.ts"
+import { Authenticator } from "../auth/Authenticator.ts"
+import { BrowserSessions } from "../auth/BrowserSessions.ts"
+import { NonceStore } from "../stores/NonceStore.ts"
+import { TokenVerifier } from "../auth/TokenVerifier.ts"
+import { clearCookie, htmlPage, isSecureBaseUrl, parseCookies, sessionCookie, xsrfCookie } from "./BrowserPages.ts"
+import { isAllowedReturnUrl, resolveReturnUrl } from "../auth/ReturnUrls.ts"
 import { layerErrorHandling } from "./ErrorHandling.ts"
 import { MarketplaceRoutes } from "./MarketplaceRoutes.ts"
 

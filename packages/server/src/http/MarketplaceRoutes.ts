@@ -9,22 +9,22 @@ import { HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/h
 import { decodeJwt } from "jose"
 import type { Forbidden, ServiceUnavailable, Unauthorized } from "@svc/domain/Errors"
 import { SvcConfig } from "../config/SvcConfig.ts"
-import { ActorDirectory } from "../services/ActorDirectory.ts"
-import { Authenticator } from "../services/Authenticator.ts"
-import { BrowserSessions } from "../services/BrowserSessions.ts"
-import { clockToleranceSeconds } from "../services/TokenVerifier.ts"
+import { ActorDirectory } from "../resources/ActorDirectory.ts"
+import { Authenticator } from "../auth/Authenticator.ts"
+import { BrowserSessions } from "../auth/BrowserSessions.ts"
+import { clockToleranceSeconds } from "../auth/TokenVerifier.ts"
 import {
   clearSessionCookies,
   htmlPage,
   isSecureBaseUrl,
   parseCookies,
   redirectTo,
-  resolveReturnUrl,
   sessionCookie,
   sessionCookieName,
   withSetCookies,
   xsrfCookie
 } from "./BrowserPages.ts"
+import { resolveReturnUrl } from "../auth/ReturnUrls.ts"
 import { errorResponse } from "./ErrorHandling.ts"
 import { requireBrowserSession, sessionActor } from "./PublicAuthentication.ts"
 

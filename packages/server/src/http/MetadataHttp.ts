@@ -4,8 +4,8 @@ import type { metadataGroup } from "@svc/domain/http/MetadataApi"
 import type { ResourceType } from "@svc/domain/Resource"
 import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { Metadata } from "../services/Metadata.ts"
-import { withActor } from "./ResourcesHttp.ts"
+import { Metadata } from "../resources/Metadata.ts"
+import { withActor } from "./WithActor.ts"
 
 const build =
   <Type extends ResourceType>(type: Type) =>

@@ -3,8 +3,8 @@ import { AdminApiV1, ApiV1, PublicApi } from "@svc/domain/http/Apis"
 import type { NotificationsApi } from "@svc/domain/http/NotificationsApi"
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { Notifications } from "../services/Notifications.ts"
-import { withActor } from "./ResourcesHttp.ts"
+import { Notifications } from "../resources/Notifications.ts"
+import { withActor } from "./WithActor.ts"
 
 const notifications = (h: HttpApiBuilder.Handlers.FromGroup<typeof NotificationsApi>) =>
   Effect.map(Notifications, (svc) =>

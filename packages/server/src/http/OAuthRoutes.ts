@@ -12,7 +12,7 @@
 import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServerRequest, type HttpServerResponse } from "effect/http"
 import { SvcConfig } from "../config/SvcConfig.ts"
-import { type BrowserOutcome, callbackPath, ConnectionAuthorization } from "../services/ConnectionAuthorization.ts"
+import { type BrowserOutcome, callbackPath, ConnectionAuthorization } from "../connections/ConnectionAuthorization.ts"
 import { htmlPage, isSecureBaseUrl, parseCookies, redirectTo, serializeCookie, withSetCookies } from "./BrowserPages.ts"
 
 const single = (params: Readonly<Record<string, string | ReadonlyArray<string>>>, name: string) => {

@@ -4,7 +4,7 @@ import type { ProbesApi } from "@svc/domain/http/ProbesApi"
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Probes } from "../connections/Probes.ts"
-import { withActor } from "./ResourcesHttp.ts"
+import { withActor } from "./WithActor.ts"
 
 const probes = (h: HttpApiBuilder.Handlers.FromGroup<typeof ProbesApi>) =>
   Effect.map(Probes, (svc) =>

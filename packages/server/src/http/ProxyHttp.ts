@@ -7,7 +7,7 @@ import { HttpServerResponse, type HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { DataPlane } from "../proxy/DataPlane.ts"
-import { withActor } from "./ResourcesHttp.ts"
+import { withActor } from "./WithActor.ts"
 
 const proxy = (h: HttpApiBuilder.Handlers.FromGroup<typeof ProxyApi>) =>
   Effect.map(DataPlane, (plane) => {

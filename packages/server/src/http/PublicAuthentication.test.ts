@@ -5,9 +5,9 @@ import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup } from "effect/h
 import { TestClock } from "effect/testing"
 import { Unauthorized } from "@svc/domain/Errors"
 import { type ActorIdentity, Authentication, CurrentActor, RequiredPermission } from "@svc/domain/http/Security"
-import { ActorDirectory } from "../services/ActorDirectory.ts"
-import { Authenticator } from "../services/Authenticator.ts"
-import { BrowserSessions, type CreatedBrowserSession } from "../services/BrowserSessions.ts"
+import { ActorDirectory } from "../resources/ActorDirectory.ts"
+import { Authenticator } from "../auth/Authenticator.ts"
+import { BrowserSessions, type CreatedBrowserSession } from "../auth/BrowserSessions.ts"
 import { layerErrorHandling } from "./ErrorHandling.ts"
 import { PublicAuthenticationLive } from "./PublicAuthentication.ts"
 

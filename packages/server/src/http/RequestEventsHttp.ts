@@ -3,8 +3,8 @@ import { AdminApiV1, ApiV1 } from "@svc/domain/http/Apis"
 import type { RequestEventsApi } from "@svc/domain/http/RequestEventsApi"
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { RequestEvents } from "../services/RequestEvents.ts"
-import { withActor } from "./ResourcesHttp.ts"
+import { RequestEvents } from "../events/RequestEvents.ts"
+import { withActor } from "./WithActor.ts"
 
 /** The handlers of the group, for any HttpApi that includes `RequestEventsApi`. */
 export const requestEventsHandlers = (h: HttpApiBuilder.Handlers.FromGroup<typeof RequestEventsApi>) =>

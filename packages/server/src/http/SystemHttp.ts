@@ -3,9 +3,9 @@ import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { AdminApiV1, ApiV1, PublicApi, WorkerApi } from "@svc/domain/http/Apis"
 import type { Health as HealthBody } from "@svc/domain/http/SystemApi"
-import { CurrentService } from "../services/CurrentService.ts"
-import { Health } from "../services/Health.ts"
-import { version } from "../Version.ts"
+import { CurrentService } from "./CurrentService.ts"
+import { Health } from "../stores/Health.ts"
+import { version } from "../config/Version.ts"
 
 const handlers = Effect.gen(function* () {
   const health = yield* Health

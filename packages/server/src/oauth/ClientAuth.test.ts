@@ -1,7 +1,7 @@
 /** Client authentication on the wire: each method's exact headers and body, as the endpoint receives them. */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { localServer } from "../proxy/testing/LocalServer.ts"
+import { localServer } from "../outbound/testing/LocalServer.ts"
 import { clientAuthenticatedForm, clientAuthentication, formEncode } from "./ClientAuth.ts"
 import { formOf, json, oauthTest, sendTo } from "./testing/OAuthTestKit.ts"
 import { TokenRequestFailed } from "./TokenRequestFailed.ts"

@@ -4,7 +4,7 @@
  * (both in the body) or `none` (only `client_id` in the body), and the form POST carrying it.
  */
 import type { ClientAuthMethod } from "@svc/domain/ConnectorAuth"
-import type { OutboundRequest } from "../proxy/Outbound.ts"
+import type { OutboundRequest } from "../outbound/Outbound.ts"
 import { TokenRequestFailed } from "./TokenRequestFailed.ts"
 
 /** The OAuth2 client as registered at the provider: its id and, unless public, its secret. */

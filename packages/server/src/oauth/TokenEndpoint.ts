@@ -5,8 +5,8 @@
  */
 import { Effect } from "effect"
 import type { OAuth2Scope, OAuth2TokenSet } from "@svc/domain/ConnectorAuth"
-import type { OutboundRequest, OutboundResponse } from "../proxy/Outbound.ts"
-import type { OutboundError } from "../proxy/OutboundError.ts"
+import type { OutboundRequest, OutboundResponse } from "../outbound/Outbound.ts"
+import type { OutboundError } from "../outbound/OutboundError.ts"
 import type { FormRequest } from "./ClientAuth.ts"
 import { TokenRequestFailed, type TokenRequestFailureReason } from "./TokenRequestFailed.ts"
 import { scrubbed, type TokenResponseFields, tokenResponseFields } from "./TokenResponse.ts"

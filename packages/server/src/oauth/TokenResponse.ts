@@ -2,7 +2,7 @@
  * Reading an OAuth2 token endpoint response (RFC 6749 5.1, 5.2): JSON, or form data as some
  * providers (GitHub) answer; provider-supplied text made safe to log and show.
  */
-import type { OutboundResponse } from "../proxy/Outbound.ts"
+import type { OutboundResponse } from "../outbound/Outbound.ts"
 
 /** The token response members this service reads; absent when missing or of the wrong type. */
 export interface TokenResponseFields {

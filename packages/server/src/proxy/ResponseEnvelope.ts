@@ -4,7 +4,7 @@
  * neither for an empty body. Pure.
  */
 import type { ProxyResponse } from "@svc/domain/Proxy"
-import type { OutboundResponse } from "./Outbound.ts"
+import type { OutboundResponse } from "../outbound/Outbound.ts"
 
 const jsonType = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i
 

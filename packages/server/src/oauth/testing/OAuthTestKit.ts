@@ -5,8 +5,8 @@
 import type { ServerResponse } from "node:http"
 import { it } from "@effect/vitest"
 import { Effect, type Scope } from "effect"
-import { Outbound, type OutboundRequest } from "../../proxy/Outbound.ts"
-import type { LocalServer, RecordedRequest } from "../../proxy/testing/LocalServer.ts"
+import { Outbound, type OutboundRequest } from "../../outbound/Outbound.ts"
+import type { LocalServer, RecordedRequest } from "../../outbound/testing/LocalServer.ts"
 import type { SendOutbound } from "../TokenEndpoint.ts"
 
 /** `Outbound.send` allowed to reach only `server` (loopback), with bounded timeouts and body size. */

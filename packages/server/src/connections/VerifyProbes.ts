@@ -8,7 +8,7 @@ import type { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
 import { Conflict } from "@svc/domain/Errors"
 import type { ConnectionRow } from "@svc/sql/Rows"
 import { Context, Effect, Layer } from "effect"
-import { Probes } from "../connections/Probes.ts"
+import { Probes } from "./Probes.ts"
 
 /** Runs a connection's verify probes. */
 export class VerifyProbes extends Context.Service<

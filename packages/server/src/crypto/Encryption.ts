@@ -13,9 +13,9 @@ import { Clock, Context, Duration, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import type { RootKeySource } from "../config/SvcConfig.ts"
-import * as Envelope from "../crypto/Envelope.ts"
-import type { CipherContext, KeyRef } from "../crypto/Envelope.ts"
-import { loadRootKey, type RootKeyUnusable } from "../crypto/RootKey.ts"
+import * as Envelope from "./Envelope.ts"
+import type { CipherContext, KeyRef } from "./Envelope.ts"
+import { loadRootKey, type RootKeyUnusable } from "./RootKey.ts"
 
 export type { CipherContext, KeyRef }
 

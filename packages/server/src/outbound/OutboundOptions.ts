@@ -5,7 +5,7 @@
  */
 import type { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
 import { parseDuration } from "@svc/domain/Duration"
-import type { SendOptions } from "../proxy/Outbound.ts"
+import type { SendOptions } from "./Outbound.ts"
 
 /** Response bodies the service itself reads (probes, token endpoints) are small. */
 export const maxServiceResponseBytes = 1024 * 1024

@@ -8,7 +8,7 @@
 import { SecretSweeper } from "@svc/cluster/SecretSweeper"
 import { DataKeyRepo, type SecretRow } from "@svc/sql/DataKeyRepo"
 import { Context, Effect, Layer } from "effect"
-import * as Envelope from "../crypto/Envelope.ts"
+import * as Envelope from "./Envelope.ts"
 import { type CipherContext, type DecryptionFailed, Encryption, type KeyRef } from "./Encryption.ts"
 
 /** What one row's rewrite did. */

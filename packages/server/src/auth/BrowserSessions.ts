@@ -8,7 +8,7 @@ import { createHash, randomBytes, timingSafeEqual } from "node:crypto"
 import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { Permission } from "@svc/domain/Auth"
 import { ServiceUnavailable } from "@svc/domain/Errors"
-import { CounterStore, type StoreUnavailable } from "./CounterStore.ts"
+import { CounterStore, type StoreUnavailable } from "../stores/CounterStore.ts"
 
 /** Random bytes in a session id and in an XSRF token (base64url, 43 characters). */
 export const sessionTokenBytes = 32
@@ -92,7 +92,7 @@ export class BrowserSessions extends Context.Service<
     /** Ends the session; true if a live one was removed. */
     revoke(sessionId: string): Effect.Effect<boolean, ServiceUnavailable>
   }
->()("@svc/server/services/BrowserSessions") {
+>()("@svc/server/auth/BrowserSessions") {
   /** Sessions over whichever CounterStore is provided; expiry follows `Clock`. */
   static readonly layer: Layer.Layer<BrowserSessions, never, CounterStore> = Layer.effect(
     BrowserSessions,

@@ -20,7 +20,7 @@ import { decodeCursor, defaultPageSize, encodeCursor, maxPageSize } from "@svc/d
 import { RequestEventRepo } from "@svc/sql/RequestEventRepo"
 import { Context, Effect, Layer, Option, Result } from "effect"
 import { SqlClient } from "effect/sql"
-import { AppMetricsSql } from "./Database.ts"
+import { AppMetricsSql } from "../stores/Database.ts"
 
 /** One list call: the filters as query texts by query name, plus `limit` and `cursor`. */
 export type RequestEventListRequest = { readonly [K in RequestEventFilterName]?: string | undefined } & {

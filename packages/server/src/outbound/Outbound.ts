@@ -52,7 +52,7 @@ export class Outbound extends Context.Service<
       onChunk?: ChunkObserver
     ): Effect.Effect<StreamedResponse, OutboundError>
   }
->()("@svc/server/proxy/Outbound") {
+>()("@svc/server/outbound/Outbound") {
   /** Outbound with explicit agent settings; the agents close with the layer. */
   static layerWith(options: OutboundOptions): Layer.Layer<Outbound> {
     return Layer.effect(

@@ -48,7 +48,7 @@ export class CounterStore extends Context.Service<
     /** Succeeds when the store answers (healthz). */
     ping(): Effect.Effect<void, StoreUnavailable>
   }
->()("@svc/server/services/CounterStore") {
+>()("@svc/server/stores/CounterStore") {
   /** In-process store; expiry follows `Clock`, so `TestClock` drives it. */
   static readonly layerMemory: Layer.Layer<CounterStore> = Layer.sync(CounterStore, () => {
     const entries = new Map<string, { readonly value: string; readonly expiresAt: number }>()

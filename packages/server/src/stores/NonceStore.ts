@@ -17,7 +17,7 @@ export class NonceStore extends Context.Service<
   {
     claim(nonce: string, expiresAtEpochSeconds: number): Effect.Effect<boolean, StoreUnavailable>
   }
->()("@svc/server/services/NonceStore") {
+>()("@svc/server/stores/NonceStore") {
   /** NonceStore over whichever CounterStore is provided. */
   static readonly layerNoDeps: Layer.Layer<NonceStore, never, CounterStore> = Layer.effect(
     NonceStore,

@@ -2,8 +2,8 @@ import { createPublicKey } from "node:crypto"
 import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { type CryptoKey, decodeProtectedHeader, errors, type JWTPayload, jwtVerify } from "jose"
 import { type ServiceId, TokenClaims } from "@svc/domain/Auth"
-import type { StoreUnavailable } from "./CounterStore.ts"
-import { NonceStore } from "./NonceStore.ts"
+import type { StoreUnavailable } from "../stores/CounterStore.ts"
+import { NonceStore } from "../stores/NonceStore.ts"
 
 /** Why a bearer token was refused; HTTP-free, the auth middleware maps it to 401. */
 export const TokenRejectionReason = Schema.Literals([
@@ -114,7 +114,7 @@ export class TokenVerifier extends Context.Service<
   {
     verify(token: string, service: ServiceId): Effect.Effect<VerifiedToken, TokenRejected | StoreUnavailable>
   }
->()("@svc/server/services/TokenVerifier") {
+>()("@svc/server/auth/TokenVerifier") {
   /** Imports the key once at build; fails with `InvalidSigningKey` when it is unusable. */
   static readonly layer = (config: TokenVerifierConfig): Layer.Layer<TokenVerifier, InvalidSigningKey, NonceStore> =>
     Layer.effect(

@@ -26,28 +26,21 @@ import { ConnectionRepo } from "@svc/sql/ConnectionRepo"
 import type { ConnectionRow } from "@svc/sql/Rows"
 import { Clock, Context, DateTime, Effect, Layer, Option } from "effect"
 import { SvcConfig } from "../config/SvcConfig.ts"
-import { AuthorizationFlows, type FlowPurpose } from "../connections/AuthorizationFlows.ts"
-import { ConnectionSecrets } from "../connections/ConnectionSecrets.ts"
-import { type CredentialsError, Credentials } from "../connections/Credentials.ts"
-import { chooseNamespace } from "../connections/InitiateNamespace.ts"
-import { OAuthClient } from "../connections/OAuthClient.ts"
-import {
-  formNext,
-  isAuthorizationCode,
-  type PlannedStep,
-  setupPlan,
-  stepAfter,
-  stepById
-} from "../connections/SetupSteps.ts"
-import { isAllowedReturnUrl } from "../http/BrowserPages.ts"
+import { AuthorizationFlows, type FlowPurpose } from "./AuthorizationFlows.ts"
+import { ConnectionSecrets } from "./ConnectionSecrets.ts"
+import { type CredentialsError, Credentials } from "./Credentials.ts"
+import { chooseNamespace } from "./InitiateNamespace.ts"
+import { OAuthClient } from "./OAuthClient.ts"
+import { formNext, isAuthorizationCode, type PlannedStep, setupPlan, stepAfter, stepById } from "./SetupSteps.ts"
+import { isAllowedReturnUrl } from "../auth/ReturnUrls.ts"
 import { randomToken } from "../oauth/Pkce.ts"
-import { ConnectionChanges } from "./ConnectionChanges.ts"
-import { ConnectorDefinitions } from "./ConnectorDefinitions.ts"
-import { Notifications } from "./Notifications.ts"
-import * as Present from "./Presenters.ts"
-import * as Kinds from "./ResourceKinds.ts"
-import { type ResourceError, ResourceOps } from "./ResourceOps.ts"
-import { redactConfiguration, validateConfiguration, validateStepValues } from "./SetupConfiguration.ts"
+import { ConnectionChanges } from "../resources/ConnectionChanges.ts"
+import { ConnectorDefinitions } from "../resources/ConnectorDefinitions.ts"
+import { Notifications } from "../resources/Notifications.ts"
+import * as Present from "../resources/Presenters.ts"
+import * as Kinds from "../resources/ResourceKinds.ts"
+import { type ResourceError, ResourceOps } from "../resources/ResourceOps.ts"
+import { redactConfiguration, validateConfiguration, validateStepValues } from "../resources/SetupConfiguration.ts"
 import { VerifyProbes } from "./VerifyProbes.ts"
 
 /** Errors of setup operations. */

@@ -4,7 +4,7 @@ import { Duration, Effect, Exit, Layer, Option } from "effect"
 import { TestClock } from "effect/testing"
 import { ServiceUnavailable } from "@svc/domain/Errors"
 import { BrowserSessions, sessionKey, xsrfTokenMatches } from "./BrowserSessions.ts"
-import { CounterStore, StoreUnavailable } from "./CounterStore.ts"
+import { CounterStore, StoreUnavailable } from "../stores/CounterStore.ts"
 
 const t0 = 1_750_000_000_000
 const ttlMs = 60 * 60 * 1000

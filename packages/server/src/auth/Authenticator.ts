@@ -7,7 +7,7 @@ import { Context, Effect, Layer, Option } from "effect"
 import type { ServiceId } from "@svc/domain/Auth"
 import { ServiceUnavailable, Unauthorized } from "@svc/domain/Errors"
 import type { AuthenticatedActor } from "@svc/domain/http/Security"
-import { ActorDirectory } from "./ActorDirectory.ts"
+import { ActorDirectory } from "../resources/ActorDirectory.ts"
 import { TokenVerifier } from "./TokenVerifier.ts"
 
 const rejectionMessages: Record<string, string> = {

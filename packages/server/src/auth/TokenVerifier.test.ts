@@ -3,8 +3,8 @@ import { Effect, Exit, Layer, Option } from "effect"
 import { TestClock } from "effect/testing"
 import { CompactSign, type CryptoKey, exportSPKI, generateKeyPair, type JWTPayload, SignJWT } from "jose"
 import type { ServiceId } from "@svc/domain/Auth"
-import { CounterStore, StoreUnavailable } from "./CounterStore.ts"
-import { NonceStore } from "./NonceStore.ts"
+import { CounterStore, StoreUnavailable } from "../stores/CounterStore.ts"
+import { NonceStore } from "../stores/NonceStore.ts"
 import { InvalidSigningKey, TokenRejected, type TokenRejectionReason, TokenVerifier } from "./TokenVerifier.ts"
 
 const now = 1_750_000_000

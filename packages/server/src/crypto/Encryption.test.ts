@@ -6,7 +6,7 @@ import * as TestDatabase from "@svc/sql/TestDatabase"
 import { Context, Effect, Exit, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
-import * as Envelope from "../crypto/Envelope.ts"
+import * as Envelope from "./Envelope.ts"
 import { type CipherContext, Encryption } from "./Encryption.ts"
 
 const rootKey = Envelope.generateKey()

@@ -1,0 +1,32 @@
+/** Handlers of the connector group (spec 4.1) on the api, the admin-api and the public service. */
+import { AdminApiV1, ApiV1, PublicApi } from "@svc/domain/http/Apis"
+import type { ConnectorsApi } from "@svc/domain/http/ConnectorsApi"
+import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { Connectors } from "../resources/Connectors.ts"
+import { withActor } from "./WithActor.ts"
+
+const handlers = (h: HttpApiBuilder.Handlers.FromGroup<typeof ConnectorsApi>) =>
+  Effect.map(Connectors, (svc) =>
+    h
+      .handle("create", ({ payload }) => withActor((a) => svc.create(a, payload)))
+      .handle("list", ({ query }) =>
+        withActor((a) => svc.list(a, { ...query, equals: { state: query.state, type: query.type } }))
+      )
+      .handle("get", ({ params }) => withActor((a) => svc.get(a, params.id)))
+      .handle("update", ({ params, payload }) => withActor((a) => svc.update(a, params.id, payload)))
+      .handle("createVersion", ({ params, payload }) =>
+        withActor((a) => svc.createVersion(a, params.id, payload.definition))
+      )
+      .handle("listVersions", ({ params }) => withActor((a) => svc.versions(a, params.id)))
+      .handle("getVersion", ({ params }) => withActor((a) => svc.version(a, params.id, params.version)))
+      .handle("setVersionState", ({ params, payload }) =>
+        withActor((a) => svc.setVersionState(a, params.id, params.version, payload.state))
+      )
+  )
+
+export const ApiConnectorsHttp = HttpApiBuilder.group(ApiV1, "connectors", handlers)
+
+export const AdminApiConnectorsHttp = HttpApiBuilder.group(AdminApiV1, "connectors", handlers)
+
+export const PublicConnectorsHttp = HttpApiBuilder.group(PublicApi, "connectors", handlers)
