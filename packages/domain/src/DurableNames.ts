@@ -4,21 +4,6 @@
  * the old registration for a deployment window (spec 9.4). Entity types are stable PascalCase names.
  */
 
-/** Entity type of the cluster-runtime demo counter (keyed by counter id). */
-export const CounterEntityType = "Counter"
-
-/** Demo two-activity workflow proving resume-after-restart. */
-export const DemoWorkflowName = "svc.demo.two-step.v1"
-
-/** First activity of the demo workflow. */
-export const DemoStepOneActivity = "svc.demo.step-one.v1"
-
-/** Second activity of the demo workflow. */
-export const DemoStepTwoActivity = "svc.demo.step-two.v1"
-
-/** Durable deferred the demo workflow waits on between its two activities. */
-export const DemoProceedDeferred = "svc.demo.proceed.v1"
-
 /** spec 2.4 rule 3: rewrites the descendants of a namespace or connector after a label change. */
 export const LabelPropagationWorkflowName = "svc.labels.propagate.v1"
 

@@ -13,8 +13,8 @@
 import { Duration, Effect, Exit, Layer, Option, References, Schedule } from "effect"
 import type { SqlClient } from "effect/sql"
 import * as ClusterRuntime from "../ClusterRuntime.ts"
-import { DemoWorkflow, proceed } from "../DemoWorkflow.ts"
-import * as DemoWorkflowLive from "../DemoWorkflowLive.ts"
+import { DemoWorkflow, proceed } from "./DemoWorkflow.ts"
+import * as DemoWorkflowLive from "./DemoWorkflowLive.ts"
 import { sqlLayerFor, testRuntimeOptions } from "./TestCluster.ts"
 
 const [mode, kind, target, id] = process.argv.slice(2)

@@ -2,10 +2,9 @@
  * The background OAuth2 token refresh sweep (spec 8.3): every `oauth2.refresh_sweep_interval` the
  * connections whose `token_refresh_due_at` falls before the next pass are refreshed, a few at a
  * time, through the same single-flight path as requests. On the worker it runs as the cluster
- * singleton of `@svc/cluster/TokenRefreshSweepLive` (`tickLayer`); `layer` is a plain in-process
+ * singleton of `worker/TokenRefreshSweepLive.ts`; `layer` is a plain in-process
  * loop for a deployment without the cluster runtime.
  */
-import { TokenRefreshTick } from "@svc/cluster/TokenRefreshSweepLive"
 import { ConnectionRepo } from "@svc/sql/ConnectionRepo"
 import { Clock, Duration, Effect, Layer } from "effect"
 import { SvcConfig } from "../config/SvcConfig.ts"
@@ -62,15 +61,6 @@ export const pass: Effect.Effect<
   }
   return counts
 }).pipe(Effect.withSpan("RefreshSweep.pass"))
-
-/** `TokenRefreshTick` backed by `pass`, for the cluster singleton. */
-export const tickLayer: Layer.Layer<TokenRefreshTick, never, TokenRefresher | ConnectionRepo | SvcConfig> =
-  Layer.effect(
-    TokenRefreshTick,
-    Effect.map(Effect.context<TokenRefresher | ConnectionRepo | SvcConfig>(), (context) =>
-      TokenRefreshTick.of({ tick: Effect.asVoid(Effect.provide(pass, context)) })
-    )
-  )
 
 /** The sweep as a loop forked for the life of the layer (one per process; prefer the singleton). */
 export const layer: Layer.Layer<never, never, TokenRefresher | ConnectionRepo | SvcConfig> = Layer.effectDiscard(

@@ -5,7 +5,6 @@
  * sealed and cleared. Each row is written with compare-and-swap: a concurrent write (a token
  * refresh) wins and is never undone; the lost row is skipped (that write sealed it afresh).
  */
-import { SecretSweeper } from "@svc/cluster/SecretSweeper"
 import { DataKeyRepo, type SecretRow } from "@svc/sql/DataKeyRepo"
 import { Context, Effect, Layer } from "effect"
 import * as Envelope from "./Envelope.ts"
@@ -108,12 +107,4 @@ export class Reencryption extends Context.Service<
       return Reencryption.of({ sweep, rewrite })
     })
   )
-
-  /** The worker's `SecretSweeper` (the re-encryption activity): one sweep, the rows rewritten. */
-  static readonly sweeperLayer: Layer.Layer<SecretSweeper, never, Encryption | DataKeyRepo> = Layer.effect(
-    SecretSweeper,
-    Effect.map(Reencryption, (reencryption) =>
-      SecretSweeper.of({ sweep: Effect.map(reencryption.sweep, (result) => result.rewritten) })
-    )
-  ).pipe(Layer.provide(Reencryption.layer))
 }

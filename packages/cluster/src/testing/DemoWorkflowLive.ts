@@ -6,8 +6,7 @@
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { Activity, DurableDeferred } from "effect/workflow"
-import { DemoStepOneActivity, DemoStepTwoActivity } from "@svc/domain/DurableNames"
-import { DemoProceed, DemoWorkflow } from "./DemoWorkflow.ts"
+import { DemoProceed, DemoStepOneActivity, DemoStepTwoActivity, DemoWorkflow } from "./DemoWorkflow.ts"
 
 /** Creates the demo step table if missing. */
 export const layerSchema: Layer.Layer<never, never, SqlClient.SqlClient> = Layer.effectDiscard(

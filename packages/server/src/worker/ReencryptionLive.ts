@@ -9,17 +9,17 @@ import { DataKeyRepo } from "@svc/sql/DataKeyRepo"
 import { DateTime, Duration, Effect, Layer } from "effect"
 import { Singleton } from "effect/cluster"
 import { Activity } from "effect/workflow"
-import { ReencryptionWorkflow } from "./ReencryptionWorkflow.ts"
-import { SecretSweeper } from "./SecretSweeper.ts"
+import { ReencryptionWorkflow } from "@svc/cluster/ReencryptionWorkflow"
+import { Reencryption } from "../crypto/Reencryption.ts"
 
 /** Registers the re-encryption workflow with the ambient `WorkflowEngine`. */
 export const workflowLayer = ReencryptionWorkflow.toLayer(
   Effect.fnUntraced(function* () {
-    const sweeper = yield* SecretSweeper
+    const reencryption = yield* Reencryption
     return yield* Activity.make({
       name: ReencryptionSweepActivity,
       success: ReencryptionWorkflow.successSchema,
-      execute: sweeper.sweep
+      execute: Effect.map(reencryption.sweep, (result) => result.rewritten)
     })
   })
 )
@@ -50,7 +50,7 @@ const dispatchOnce = (options: Options) =>
 
 /** Sweeps once (after an upgrade, legacy plaintext is sealed here), then polls the outbox. */
 const dispatcher = (options: Options) =>
-  Effect.flatMap(SecretSweeper, (sweeper) => sweeper.sweep).pipe(
+  Effect.flatMap(Reencryption, (reencryption) => reencryption.sweep).pipe(
     Effect.catchCause((cause) => Effect.logWarning("start-up re-encryption sweep failed", cause)),
     Effect.andThen(
       Effect.forever(

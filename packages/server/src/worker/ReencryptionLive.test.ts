@@ -6,21 +6,18 @@ import { Effect, Layer, Queue } from "effect"
 import { TestRunner } from "effect/cluster"
 import { WorkflowEngine } from "effect/workflow"
 import * as ReencryptionLive from "./ReencryptionLive.ts"
-import { SecretSweeper } from "./SecretSweeper.ts"
+import { Reencryption } from "../crypto/Reencryption.ts"
 
 // Every sweep the dispatcher runs is reported here.
 const sweeps = Effect.runSync(Queue.unbounded<number>())
 let sweepCount = 0
 
-const FakeSweeper = Layer.succeed(
-  SecretSweeper,
-  SecretSweeper.of({
-    sweep: Effect.suspend(() => {
-      sweepCount++
-      return Effect.as(Queue.offer(sweeps, sweepCount), 7)
-    })
+const FakeSweeper = Layer.mock(Reencryption, {
+  sweep: Effect.suspend(() => {
+    sweepCount++
+    return Effect.as(Queue.offer(sweeps, sweepCount), { rewritten: 7, skipped: 0, failed: 0 })
   })
-)
+})
 
 const Database = DataKeyRepo.layer.pipe(
   Layer.provideMerge(Layer.provideMerge(Migrations.layerMain, TestDatabase.pgliteMemory))

@@ -4,7 +4,17 @@
  */
 import { Effect, Schema } from "effect"
 import { DurableDeferred, Workflow } from "effect/workflow"
-import { DemoProceedDeferred, DemoWorkflowName } from "@svc/domain/DurableNames"
+/** Two-activity test workflow proving resume-after-restart. */
+export const DemoWorkflowName = "svc.demo.two-step.v1"
+
+/** First activity of the test workflow. */
+export const DemoStepOneActivity = "svc.demo.step-one.v1"
+
+/** Second activity of the test workflow. */
+export const DemoStepTwoActivity = "svc.demo.step-two.v1"
+
+/** Durable deferred the test workflow waits on between its two activities. */
+export const DemoProceedDeferred = "svc.demo.proceed.v1"
 
 /** Demo workflow, one execution per `id`; succeeds with `completed:<id>`. */
 export const DemoWorkflow = Workflow.make(DemoWorkflowName, {

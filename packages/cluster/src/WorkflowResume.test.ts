@@ -3,7 +3,7 @@ import * as TestDatabase from "@svc/sql/TestDatabase"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { Scope } from "effect"
-import * as DemoWorkflowLive from "./DemoWorkflowLive.ts"
+import * as DemoWorkflowLive from "./testing/DemoWorkflowLive.ts"
 import { spawnFixture } from "./testing/FixtureProcess.ts"
 import { freshPgliteDir, sqlLayerFor } from "./testing/TestCluster.ts"
 

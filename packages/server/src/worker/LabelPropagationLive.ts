@@ -11,12 +11,12 @@ import {
   LabelPropagationReconcileActivity
 } from "@svc/domain/DurableNames"
 import { LabelReconciler } from "@svc/sql/LabelReconciler"
+import { MaintenanceRunRepo } from "@svc/sql/MaintenanceRunRepo"
 import { ResourceRepo } from "@svc/sql/ResourceRepo"
-import { DateTime, Duration, Effect, Layer } from "effect"
+import { DateTime, Duration, Effect, Layer, Option } from "effect"
 import { Singleton } from "effect/cluster"
-import { SqlClient } from "effect/sql"
 import { Activity } from "effect/workflow"
-import { LabelPropagationWorkflow } from "./LabelPropagationWorkflow.ts"
+import { LabelPropagationWorkflow } from "@svc/cluster/LabelPropagationWorkflow"
 
 /** Registers the propagation workflow with the ambient `WorkflowEngine`. */
 export const workflowLayer = LabelPropagationWorkflow.toLayer(
@@ -69,20 +69,12 @@ const dispatcher = (options: Options) =>
     )
   )
 
-const lastRun = Effect.gen(function* () {
-  const sql = yield* SqlClient.SqlClient
-  const rows = yield* sql<{
-    lastRunAt: Date
-  }>`SELECT last_run_at FROM maintenance_runs WHERE name = ${LabelConsistencyCheckRun}`
-  return rows[0]?.lastRunAt
-})
+const lastRun = Effect.flatMap(MaintenanceRunRepo, (runs) =>
+  Effect.map(runs.lastRun(LabelConsistencyCheckRun), Option.getOrUndefined)
+)
 
 const recordRun = (at: Date) =>
-  Effect.flatMap(
-    SqlClient.SqlClient,
-    (sql) => sql`INSERT INTO maintenance_runs (name, last_run_at) VALUES (${LabelConsistencyCheckRun}, ${at})
-      ON CONFLICT (name) DO UPDATE SET last_run_at = EXCLUDED.last_run_at`
-  )
+  Effect.flatMap(MaintenanceRunRepo, (runs) => runs.recordRun(LabelConsistencyCheckRun, at))
 
 /** Runs the full reconciliation when it is due (its last run is stored, so restarts keep the rhythm). */
 const checker = (options: Options) => {

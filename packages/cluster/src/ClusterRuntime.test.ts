@@ -2,8 +2,8 @@ import { assert, describe, it } from "@effect/vitest"
 import * as TestDatabase from "@svc/sql/TestDatabase"
 import { Effect, Layer } from "effect"
 import * as ClusterRuntime from "./ClusterRuntime.ts"
-import { CounterEntity } from "./CounterEntity.ts"
-import * as CounterEntityLive from "./CounterEntityLive.ts"
+import { CounterEntity } from "./testing/CounterEntity.ts"
+import * as CounterEntityLive from "./testing/CounterEntityLive.ts"
 import { testRuntimeOptions } from "./testing/TestCluster.ts"
 
 // Built per use: each `Effect.provide` starts a runner and stops it when the effect ends.

@@ -5,7 +5,8 @@
 import { Schema } from "effect"
 import { Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
-import { CounterEntityType } from "@svc/domain/DurableNames"
+/** Entity type of the test counter (keyed by counter id). */
+export const CounterEntityType = "Counter"
 
 /** Adds `by` to the counter and returns the new value; the new value is persisted before the reply. */
 export const Increment = Rpc.make("Increment", {

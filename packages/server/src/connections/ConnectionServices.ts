@@ -1,0 +1,37 @@
+/**
+ * The connection services (spec 4.1–4.4, 8.3): CRUD with encrypted credentials, interactive
+ * setup and the OAuth2 browser leg, disconnect, probes, token refresh, and the outbound client
+ * they share, over the resource services.
+ */
+import { Layer } from "effect"
+import { BrowserSessions } from "../auth/BrowserSessions.ts"
+import { Outbound } from "../outbound/Outbound.ts"
+import * as Resources from "../resources/Resources.ts"
+import { AuthorizationFlows } from "./AuthorizationFlows.ts"
+import { ConnectionAuthorization } from "./ConnectionAuthorization.ts"
+import { ConnectionDisconnect } from "./ConnectionDisconnect.ts"
+import { Connections } from "./Connections.ts"
+import { ConnectionSecrets } from "./ConnectionSecrets.ts"
+import { ConnectionSetup } from "./ConnectionSetup.ts"
+import { Credentials } from "./Credentials.ts"
+import { OAuthClient } from "./OAuthClient.ts"
+import { Probes } from "./Probes.ts"
+import { TokenRefresher } from "./TokenRefresher.ts"
+import { VerifyProbes } from "./VerifyProbes.ts"
+
+/** Interactive setup: `_initiate`, setup steps, the OAuth2 browser leg, disconnect, browser sessions. */
+const setup = ConnectionAuthorization.layer.pipe(
+  Layer.provideMerge(Layer.mergeAll(ConnectionSetup.layer, ConnectionDisconnect.layer, BrowserSessions.layer)),
+  Layer.provide(Layer.mergeAll(VerifyProbes.layer, AuthorizationFlows.layer))
+)
+
+/**
+ * The connection services merged with the resource services and the outbound client; needs the
+ * repositories, the counter store, the actor directory, encryption and the config.
+ */
+export const layerNoDeps = Layer.mergeAll(Connections.layer, Probes.layer).pipe(
+  (services) => setup.pipe(Layer.provideMerge(services)),
+  Layer.provideMerge(TokenRefresher.layerNoDeps),
+  Layer.provideMerge(Layer.mergeAll(ConnectionSecrets.layer, Credentials.layer, OAuthClient.layer)),
+  Layer.provideMerge(Layer.mergeAll(Resources.layerNoDeps, Outbound.layer))
+)

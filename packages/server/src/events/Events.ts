@@ -1,0 +1,26 @@
+/**
+ * Request events (spec 8.2): the write buffer every proxied request feeds, full recordings when
+ * configured, and the read service of the request-event API, over the app-metrics database.
+ */
+import { Duration, Layer } from "effect"
+import type { ResolvedConfig } from "../config/SvcConfig.ts"
+import { Recordings } from "./Recordings.ts"
+import { RequestEventSink } from "./RequestEventBuffer.ts"
+import { RequestEvents, requestEventRepoLayer } from "./RequestEvents.ts"
+
+/**
+ * The embedded database runs in this process: each write blocks the event loop for its whole
+ * duration, so request events are written in fewer, larger batches there.
+ */
+const embeddedSinkOptions = { flushInterval: Duration.seconds(1), batchSize: 2000 } as const
+
+/**
+ * One sink (one buffer, flushed when the servers have stopped), the recorder when full recording
+ * is on, and the read service; needs `AppMetricsSql`, encryption and the config.
+ */
+export const layerNoDeps = (config: ResolvedConfig) =>
+  Layer.mergeAll(
+    RequestEventSink.layer(config.database.provider === "pglite" ? embeddedSinkOptions : {}),
+    RequestEvents.layer,
+    config.appMetrics.fullRequestRecording === "always" ? Recordings.layer() : Layer.empty
+  ).pipe(Layer.provide(requestEventRepoLayer))

@@ -1,0 +1,36 @@
+/**
+ * The resource-model services (spec 2, 4.1) behind the api and admin-api handlers and the
+ * workers: namespaces, actors, connectors and their definitions, keys, rate-limit rules, search,
+ * metadata, notifications, and the shared machinery (ops, listing, change notices).
+ */
+import { Layer } from "effect"
+import { Actors } from "./Actors.ts"
+import { ConnectionChanges } from "./ConnectionChanges.ts"
+import { ConnectorDefinitions } from "./ConnectorDefinitions.ts"
+import { Connectors } from "./Connectors.ts"
+import { DefinitionValidator } from "./DefinitionValidator.ts"
+import { Keys } from "./Keys.ts"
+import { Listing } from "./Listing.ts"
+import { Metadata } from "./Metadata.ts"
+import { Namespaces } from "./Namespaces.ts"
+import { Notifications } from "./Notifications.ts"
+import { RateLimits } from "./RateLimits.ts"
+import { ResourceOps } from "./ResourceOps.ts"
+import { Search } from "./Search.ts"
+
+/** Every resource service; needs the repositories, the actor directory, encryption and the config. */
+export const layerNoDeps = Layer.mergeAll(
+  Namespaces.layer,
+  Actors.layer,
+  Connectors.layer,
+  Keys.layer,
+  RateLimits.layer,
+  Search.layer
+).pipe(
+  (services) => Metadata.layer.pipe(Layer.provideMerge(services)),
+  Layer.provideMerge(Notifications.layer),
+  Layer.provideMerge(
+    Layer.mergeAll(ResourceOps.layer, Listing.layer, ConnectorDefinitions.layer, DefinitionValidator.layer)
+  ),
+  Layer.provideMerge(ConnectionChanges.layer)
+)

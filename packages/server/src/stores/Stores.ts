@@ -1,0 +1,117 @@
+/**
+ * The stores of a process (ARCHITECTURE "Processes"): the SQL clients, the counter store, every
+ * repository, the readiness checks of `/healthz`, and the start-up preparation (migrations or the
+ * schema check, then the configured actors synchronised).
+ */
+import { ActorRepo } from "@svc/sql/ActorRepo"
+import { ConnectionRepo } from "@svc/sql/ConnectionRepo"
+import { ConnectorRepo } from "@svc/sql/ConnectorRepo"
+import { DataKeyRepo } from "@svc/sql/DataKeyRepo"
+import { LabelReconciler } from "@svc/sql/LabelReconciler"
+import { MaintenanceRunRepo } from "@svc/sql/MaintenanceRunRepo"
+import * as Migrations from "@svc/sql/Migrations"
+import { NotificationRepo } from "@svc/sql/NotificationRepo"
+import { ProbeStateRepo } from "@svc/sql/ProbeStateRepo"
+import { ResourceRepo } from "@svc/sql/ResourceRepo"
+import { checkSchema, ping } from "@svc/sql/SchemaCheck"
+import { SearchRepo } from "@svc/sql/SearchRepo"
+import { Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import type { ResolvedConfig } from "../config/SvcConfig.ts"
+import { CounterStore } from "./CounterStore.ts"
+import * as Database from "./Database.ts"
+import { AppMetricsSql } from "./Database.ts"
+import { Health } from "./Health.ts"
+
+/** The configured counter store: Redis in production, in memory on the embedded default. */
+export const counterStoreLayer = (config: ResolvedConfig) =>
+  config.counterStore.provider === "redis"
+    ? CounterStore.layerRedis({ url: config.counterStore.url, keyPrefix: config.counterStore.keyPrefix })
+    : CounterStore.layerMemory
+
+/** Applies the main and app-metrics migrations; returns which ran. */
+export const migrate = Effect.gen(function* () {
+  const main = yield* Migrations.migrateMain
+  const metricsClient = yield* AppMetricsSql
+  const metrics = yield* Migrations.migrateAppMetrics.pipe(Effect.provideService(SqlClient.SqlClient, metricsClient))
+  return { main, metrics }
+})
+
+/** Every repository of the main database. */
+const repositories = Layer.mergeAll(
+  ActorRepo.layer,
+  ResourceRepo.layer,
+  ConnectorRepo.layer,
+  SearchRepo.layer,
+  LabelReconciler.layer,
+  ConnectionRepo.layer,
+  ProbeStateRepo.layer,
+  DataKeyRepo.layer,
+  NotificationRepo.layer,
+  MaintenanceRunRepo.layer
+)
+
+/** Readiness of the database(s) and the counter store. */
+const healthLayer = (config: ResolvedConfig) =>
+  Health.layer(
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const metrics = yield* AppMetricsSql
+      const counters = yield* CounterStore
+      return [
+        { name: "database", check: ping(sql) },
+        ...(config.appMetricsDatabase === "main" ? [] : [{ name: "appMetricsDatabase", check: ping(metrics) }]),
+        { name: "counterStore", check: counters.ping() }
+      ]
+    })
+  )
+
+/**
+ * Migrations (or, when not applying them, the check that the schema is current), then the
+ * configured actors synchronised with their system labels materialised.
+ */
+const startup = (config: ResolvedConfig, applyMigrations: boolean) =>
+  Layer.effectDiscard(
+    Effect.gen(function* () {
+      if (applyMigrations) {
+        const applied = yield* migrate
+        for (const [id, name] of [...applied.main, ...applied.metrics]) {
+          yield* Effect.logInfo(`applied migration ${String(id).padStart(4, "0")}_${name}`)
+        }
+      } else {
+        yield* checkSchema(yield* SqlClient.SqlClient, yield* AppMetricsSql)
+      }
+      const repo = yield* ActorRepo
+      const actors = yield* repo.syncConfigured(
+        config.auth.actors.map((a) => ({
+          externalId: a.external_id,
+          namespace: a.namespace ?? "root",
+          permissions: a.permissions,
+          ...(a.name === undefined ? {} : { name: a.name }),
+          ...(a.annotations === undefined ? {} : { annotations: a.annotations }),
+          ...(a.labels === undefined ? {} : { labels: a.labels })
+        }))
+      )
+      yield* Effect.logInfo(`synced ${actors.length} configured actor(s)`)
+      // A newly configured actor has no system labels yet (spec 2.3): materialise them now.
+      if (actors.some((actor) => actor.labels["svc/act/-/id"] !== actor.id)) {
+        const reconciler = yield* LabelReconciler
+        yield* reconciler.all
+      }
+    })
+  )
+
+/**
+ * The complete store layer: clients, counter store, repositories and readiness checks, built
+ * after the start-up preparation has run (migrations on the embedded default or with `--migrate`).
+ */
+export const layer = (config: ResolvedConfig, options: { readonly applyMigrations: boolean }) =>
+  Layer.mergeAll(
+    repositories,
+    healthLayer(config),
+    startup(config, options.applyMigrations).pipe(Layer.provide(repositories))
+  ).pipe(
+    Layer.provideMerge(
+      Layer.mergeAll(Database.layer(config.database, config.appMetricsDatabase), counterStoreLayer(config))
+    )
+  )

@@ -1,0 +1,32 @@
+/**
+ * The worker service (ARCHITECTURE "Durable work"): the cluster runner and the durable work it
+ * hosts — label propagation and its consistency checker, re-encryption after key rotation, the
+ * probe monitor and the token refresh sweep.
+ */
+import * as ClusterRuntime from "@svc/cluster/ClusterRuntime"
+import { Duration, Layer } from "effect"
+import type { ResolvedConfig } from "../config/SvcConfig.ts"
+import { ProbeScheduler } from "../connections/ProbeScheduler.ts"
+import { resolutionTtl } from "../crypto/Encryption.ts"
+import { Reencryption } from "../crypto/Reencryption.ts"
+import * as LabelPropagationLive from "./LabelPropagationLive.ts"
+import * as ProbeMonitorLive from "./ProbeMonitorLive.ts"
+import * as ReencryptionLive from "./ReencryptionLive.ts"
+import * as TokenRefreshSweepLive from "./TokenRefreshSweepLive.ts"
+
+/** The runner and every singleton and workflow of a worker; needs the stores and the services. */
+export const layerNoDeps = (config: ResolvedConfig) =>
+  Layer.mergeAll(
+    LabelPropagationLive.layer({
+      pollInterval: Duration.millis(config.labels.propagationPollIntervalMs),
+      consistencyCheckInterval: Duration.millis(config.labels.consistencyCheckIntervalMs)
+    }),
+    ReencryptionLive.layer({
+      pollInterval: Duration.millis(config.encryption.reencryptPollIntervalMs),
+      settleDelay: Duration.sum(resolutionTtl, Duration.seconds(1))
+    }).pipe(Layer.provide(Reencryption.layer)),
+    ProbeMonitorLive.layer({ pollInterval: Duration.millis(config.probes.pollIntervalMs) }).pipe(
+      Layer.provide(ProbeScheduler.layerNoDeps)
+    ),
+    TokenRefreshSweepLive.layer({ pollInterval: Duration.millis(config.oauth2.refreshSweepIntervalMs) })
+  ).pipe(Layer.provideMerge(ClusterRuntime.layerSingle()))
