@@ -1,7 +1,11 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Result } from "effect"
 import * as fc from "fast-check"
-import { formatDuration, maxDurationSeconds, parseDuration } from "./Duration.ts"
+import { formatDuration } from "@svc/domain/Duration"
+import { maxDurationSeconds, parseDuration } from "./Duration.ts"
+
+/** The domain formats milliseconds; the CLI counts whole seconds. */
+const formatSeconds = (seconds: number) => formatDuration(seconds * 1000)
 
 const parsed = (input: string) => {
   const result = parseDuration(input)
@@ -26,6 +30,9 @@ describe("parseDuration", () => {
     ["1d2h3m4s", 93_784],
     ["2d30s", 172_830],
     ["0h15m", 900],
+    ["1.5h", 5_400],
+    ["2000ms", 2],
+    ["1m30000ms", 90],
     ["36500d", maxDurationSeconds]
   ])("parses %s as %i seconds", (input, seconds) => {
     assert.strictEqual(parsed(input), seconds)
@@ -38,7 +45,9 @@ describe("parseDuration", () => {
     ["10", 'unexpected "10"'],
     ["h", 'unexpected "h"'],
     ["1w", 'unexpected "1w"'],
-    ["1.5h", 'unexpected "1.5h"'],
+    ["500ms", "whole number of seconds"],
+    ["1.0005s", "whole number of milliseconds"],
+    [".5h", 'unexpected ".5h"'],
     ["1h.5m", 'unexpected ".5m"'],
     ["-1h", 'unexpected "-1h"'],
     [" 1h", 'unexpected " 1h"'],
@@ -47,7 +56,8 @@ describe("parseDuration", () => {
     ["1h1h", "at most once"],
     ["30m1h", "largest first"],
     ["36501d", "at most 36500d"],
-    ["9999999999999s", "number too large"]
+    ["9999999999999s", "at most 36500d"],
+    ["123456789012345678901s", "too many digits"]
   ])("rejects %j (%s)", (input, reason) => {
     const error = failure(input)
     assert.strictEqual(error._tag, "DurationError")
@@ -59,7 +69,7 @@ describe("parseDuration", () => {
   it("formatting then parsing returns the same number of seconds", () => {
     fc.assert(
       fc.property(fc.integer({ min: 1, max: maxDurationSeconds }), (seconds) => {
-        assert.strictEqual(parsed(formatDuration(seconds)), seconds)
+        assert.strictEqual(parsed(formatSeconds(seconds)), seconds)
       })
     )
   })
@@ -83,16 +93,16 @@ describe("parseDuration", () => {
           return
         }
         assert.strictEqual(parsed(text), total)
-        assert.strictEqual(parsed(formatDuration(total)), total)
-        assert.match(formatDuration(total), /^(\d+d)?(\d+h)?(\d+m)?(\d+s)?$/)
+        assert.strictEqual(parsed(formatSeconds(total)), total)
+        assert.match(formatSeconds(total), /^(\d+d)?(\d+h)?(\d+m)?(\d+s)?$/)
       })
     )
   })
 
-  it("rejects any text containing a character outside digits and d, h, m, s", () => {
+  it("rejects any text containing a character outside digits, the decimal point and d, h, m, s", () => {
     fc.assert(
       fc.property(
-        fc.string({ minLength: 1 }).filter((text) => /[^0-9dhms]/.test(text)),
+        fc.string({ minLength: 1 }).filter((text) => /[^0-9.dhms]/.test(text)),
         (text) => {
           assert.isTrue(Result.isFailure(parseDuration(text)))
         }
@@ -111,13 +121,13 @@ describe("parseDuration", () => {
   })
 })
 
-describe("formatDuration", () => {
+describe("formatDuration (domain), in seconds", () => {
   it.each([
     [45, "45s"],
     [5_400, "1h30m"],
     [93_784, "1d2h3m4s"],
     [7_776_000, "90d"]
   ])("formats %i as %s", (seconds, text) => {
-    assert.strictEqual(formatDuration(seconds), text)
+    assert.strictEqual(formatSeconds(seconds), text)
   })
 })

@@ -6,7 +6,7 @@
  * decoding with `definitionParseOptions`; JSON Schema compilation and hook syntax are checked by the
  * server on top of this schema.
  */
-import { Effect, Schema } from "effect"
+import { Effect, Predicate, Schema } from "effect"
 import {
   ApiKeyBearerAuth,
   ApiKeyHeaderAuth,
@@ -145,9 +145,6 @@ export type ConnectorDefinition = typeof ConnectorDefinition.Type
 /** A definition as a client writes it (defaulted keys optional). */
 export type ConnectorDefinitionInput = typeof ConnectorDefinition.Encoded
 
-const isRecord = (value: unknown): value is Readonly<Record<string, unknown>> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
-
 const variants = {
   none: Schema.Struct({ ...head, auth: NoneAuth, ...tail }).check(crossCheck),
   api_key_bearer: Schema.Struct({ ...head, auth: ApiKeyBearerAuth, ...tail }).check(crossCheck),
@@ -180,7 +177,7 @@ const authChoice = (auth: Readonly<Record<string, unknown>>): keyof typeof varia
 const UnknownAuth = Schema.Unknown.check(
   Schema.makeFilter(
     (auth: unknown) => {
-      if (!isRecord(auth)) return "must be an object with a type"
+      if (!Predicate.isObject(auth)) return "must be an object with a type"
       const choice = authChoice(auth)
       return typeof choice === "string" ? true : choice
     },
@@ -194,12 +191,12 @@ const unknownAuthDefinition = Schema.Struct({ ...head, auth: UnknownAuth, ...tai
  * `auth.type` (and `placement` / `grant_type`) first so errors name the missing field.
  */
 export const decodeConnectorDefinition = (input: unknown): Effect.Effect<ConnectorDefinition, Schema.SchemaError> => {
-  const auth = isRecord(input) ? input.auth : undefined
-  const choice = isRecord(auth) ? authChoice(auth) : undefined
+  const auth = Predicate.isObject(input) ? input.auth : undefined
+  const choice = Predicate.isObject(auth) ? authChoice(auth) : undefined
   if (typeof choice === "string") {
     return Schema.decodeUnknownEffect(variants[choice])(input, definitionParseOptions)
   }
-  if (choice === undefined && !(isRecord(input) && "auth" in input)) {
+  if (choice === undefined && !(Predicate.isObject(input) && "auth" in input)) {
     return Schema.decodeUnknownEffect(ConnectorDefinition)(input, definitionParseOptions)
   }
   return Schema.decodeUnknownEffect(unknownAuthDefinition)(input, definitionParseOptions).pipe(

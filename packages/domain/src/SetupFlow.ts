@@ -4,7 +4,7 @@
  * is a JSON Schema form of `type: object`; its `properties` are configuration keys, each declared by
  * exactly one step across both phases. Compiling the schemas is the server's job (Ajv).
  */
-import { Schema } from "effect"
+import { Predicate, Schema } from "effect"
 import { Slug } from "./ConnectorProbe.ts"
 
 /** A configuration key: what `{{cfg.<key>}}` and hook `cfg.<key>` name. */
@@ -27,9 +27,6 @@ export const maxStepSchemaBytes = 64 * 1024
 
 type Problem = { readonly path: ReadonlyArray<PropertyKey>; readonly issue: string }
 
-const isRecord = (value: unknown): value is Readonly<Record<string, unknown>> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
-
 const stepSchemaProblems = (schema: Readonly<Record<string, unknown>>): Array<Problem> => {
   const problems: Array<Problem> = []
   if (schema.type !== "object") problems.push({ path: ["type"], issue: 'a step schema must have type: "object"' })
@@ -47,7 +44,7 @@ const stepSchemaProblems = (schema: Readonly<Record<string, unknown>>): Array<Pr
       issue: "may only be false: configuration keys are exactly the declared properties"
     })
   }
-  if (!isRecord(schema.properties)) {
+  if (!Predicate.isObject(schema.properties)) {
     problems.push({ path: ["properties"], issue: "must be an object declaring the step's configuration keys" })
   } else {
     const names = Object.keys(schema.properties)
@@ -110,12 +107,12 @@ export const setupSteps = (flow: Flow | undefined): ReadonlyArray<LocatedStep> =
 /** The property schemas a step declares, by configuration key. */
 export const stepProperties = (step: SetupStep): Readonly<Record<string, unknown>> => {
   const properties = step.json_schema.properties
-  return isRecord(properties) ? properties : {}
+  return Predicate.isObject(properties) ? properties : {}
 }
 
 /** A property is secret when its schema says `writeOnly: true` or `format: "password"`. */
 export const isSecretProperty = (schema: unknown): boolean =>
-  isRecord(schema) && (schema.writeOnly === true || schema.format === "password")
+  Predicate.isObject(schema) && (schema.writeOnly === true || schema.format === "password")
 
 /** Every configuration key the flow declares. */
 export const configurationKeys = (flow: Flow | undefined): ReadonlySet<string> =>

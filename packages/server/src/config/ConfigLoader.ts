@@ -3,7 +3,7 @@
  * default; then `SVC__<key>__<key>=value` environment overrides; then Schema decoding with errors
  * that name the key. Never echoes configured values (they may be secrets).
  */
-import { Effect, Redacted, Schema } from "effect"
+import { Effect, Predicate, Redacted, Schema } from "effect"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { parse as parseYaml, YAMLParseError } from "yaml"
@@ -85,15 +85,12 @@ const parseDocument = (source: string, text: string) =>
       })
   })
 
-const isPlainObject = (u: unknown): u is Record<string, unknown> =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
-
 /** Applies `SVC__a__b=value` overrides; values are read as YAML scalars (`8081`, `true`, `[a, b]`). */
 export const applyEnvOverrides = (
   doc: unknown,
   env: Readonly<Record<string, string | undefined>>
 ): { readonly doc: unknown; readonly problems: ReadonlyArray<string> } => {
-  const root: Record<string, unknown> = isPlainObject(doc) ? structuredClone(doc) : {}
+  const root: Record<string, unknown> = Predicate.isObject(doc) ? structuredClone(doc) : {}
   const problems: Array<string> = []
   for (const [name, raw] of Object.entries(env).sort(([a], [b]) => a.localeCompare(b))) {
     if (!name.startsWith(ENV_PREFIX) || raw === undefined) continue
@@ -111,7 +108,7 @@ export const applyEnvOverrides = (
     let node = root
     for (const key of keys.slice(0, -1)) {
       const next = node[key]
-      if (!isPlainObject(next)) node[key] = {}
+      if (!Predicate.isObject(next)) node[key] = {}
       node = node[key] as Record<string, unknown>
     }
     node[keys[keys.length - 1] as string] = value
@@ -371,7 +368,7 @@ const durationMs = (text: string | undefined, fallback: number): number =>
 export const loadConfig = Effect.fn("ConfigLoader.loadConfig")(function* (options: LoadOptions) {
   const { source, text } = yield* readSource(options)
   const parsed = yield* parseDocument(source, text)
-  if (!isPlainObject(parsed)) {
+  if (!Predicate.isObject(parsed)) {
     return yield* new ConfigError({ source, problems: ["(root): expected a mapping of keys to values"] })
   }
   const { doc, problems } = applyEnvOverrides(parsed, options.env)

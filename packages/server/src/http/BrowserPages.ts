@@ -1,8 +1,9 @@
 /**
  * Building blocks of the public service's browser routes (marketplace login, OAuth2 callbacks):
- * cookie parsing and `Set-Cookie` strings, minimal HTML pages and
- * redirects, all with the no-store / no-referrer / no-framing headers a credential-bearing
- * browser response needs (SECURITY.md).
+ * `Set-Cookie` strings, minimal HTML pages and redirects, all with the no-store / no-referrer /
+ * no-framing headers a credential-bearing browser response needs (SECURITY.md). Request cookies
+ * are read with `request.cookies` (effect's `Cookies.parseHeader`: first occurrence wins, quotes
+ * removed, `__proto__` an own key, never the prototype).
  */
 import { Layer } from "effect"
 import { Cookies, HttpServerResponse, UrlParams } from "effect/http"
@@ -22,25 +23,6 @@ export const browserSecurityHeaders: Readonly<Record<string, string>> = {
   "Referrer-Policy": "no-referrer",
   "X-Frame-Options": "DENY",
   "X-Content-Type-Options": "nosniff"
-}
-
-/**
- * Cookies of a `Cookie` request header, first occurrence winning; values are returned as sent
- * (surrounding quotes removed, no percent-decoding). A Map, so no name can reach a prototype.
- */
-export const parseCookies = (header: string | undefined): ReadonlyMap<string, string> => {
-  const cookies = new Map<string, string>()
-  if (header === undefined || header === "") return cookies
-  for (const pair of header.split(";")) {
-    const eq = pair.indexOf("=")
-    if (eq === -1) continue
-    const name = pair.slice(0, eq).trim()
-    if (name === "" || cookies.has(name)) continue
-    let value = pair.slice(eq + 1).trim()
-    if (value.length >= 2 && value.startsWith('"') && value.endsWith('"')) value = value.slice(1, -1)
-    cookies.set(name, value)
-  }
-  return cookies
 }
 
 /** Attributes of a `Set-Cookie` string built by {@link serializeCookie}. */

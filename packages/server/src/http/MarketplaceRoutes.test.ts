@@ -14,7 +14,7 @@ import { Authenticator } from "../auth/Authenticator.ts"
 import { BrowserSessions } from "../auth/BrowserSessions.ts"
 import { NonceStore } from "../stores/NonceStore.ts"
 import { TokenVerifier } from "../auth/TokenVerifier.ts"
-import { clearCookie, htmlPage, isSecureBaseUrl, parseCookies, sessionCookie, xsrfCookie } from "./BrowserPages.ts"
+import { clearCookie, htmlPage, isSecureBaseUrl, sessionCookie, xsrfCookie } from "./BrowserPages.ts"
 import { isAllowedReturnUrl, resolveReturnUrl } from "../auth/ReturnUrls.ts"
 import { layerErrorHandling } from "./ErrorHandling.ts"
 import { MarketplaceRoutes } from "./MarketplaceRoutes.ts"
@@ -352,18 +352,21 @@ describe("BrowserPages", () => {
     assert.strictEqual(resolveReturnUrl("https://app.example/x", policy), "https://app.example/x")
   })
 
-  it("parseCookies: first occurrence wins, quotes removed, no prototype keys", () => {
-    const cookies = parseCookies(' a=1; b="two" ; a=3; __proto__=x; broken; c=')
-    assert.deepStrictEqual(
-      [...cookies],
-      [
-        ["a", "1"],
-        ["b", "two"],
-        ["__proto__", "x"],
-        ["c", ""]
-      ]
-    )
-    assert.strictEqual(parseCookies(undefined).size, 0)
+  it("request cookies (effect's Cookies.parseHeader): first occurrence wins, quotes removed, no prototype keys", () => {
+    const cookiesOf = (header?: string) =>
+      HttpServerRequest.fromWeb(
+        new Request("http://svc.test/", header === undefined ? {} : { headers: { cookie: header } })
+      ).cookies
+    const cookies = cookiesOf(' a=1; b="two" ; a=3; __proto__=x; broken; c=')
+    assert.deepStrictEqual(Object.entries(cookies), [
+      ["a", "1"],
+      ["b", "two"],
+      ["__proto__", "x"],
+      ["c", ""]
+    ])
+    assert.strictEqual(Object.getPrototypeOf(cookies), Object.prototype)
+    assert.strictEqual(({} as Record<string, unknown>).x, undefined)
+    assert.deepStrictEqual(Object.keys(cookiesOf(undefined)), [])
   })
 
   it("cookie strings: the session cookie is HttpOnly, the XSRF cookie is not; clearing sets Max-Age=0", () => {

@@ -17,7 +17,6 @@ import {
   clearSessionCookies,
   htmlPage,
   isSecureBaseUrl,
-  parseCookies,
   redirectTo,
   sessionCookie,
   sessionCookieName,
@@ -126,7 +125,7 @@ export const MarketplaceRoutes: Layer.Layer<
       const actor = yield* authenticator.authenticate(token, "public")
       const problem = loginTokenProblem(token, Math.floor((yield* Clock.currentTimeMillis) / 1000))
       if (problem !== undefined) return yield* refuse(problem)
-      const previous = parseCookies(request.headers.cookie).get(sessionCookieName)
+      const previous = request.cookies[sessionCookieName]
       if (previous !== undefined) yield* Effect.ignore(sessions.revoke(previous))
       const created = yield* sessions.create({
         actorId: actor.id,

@@ -13,7 +13,7 @@ import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServerRequest, type HttpServerResponse } from "effect/http"
 import { SvcConfig } from "../config/SvcConfig.ts"
 import { type BrowserOutcome, callbackPath, ConnectionAuthorization } from "../connections/ConnectionAuthorization.ts"
-import { htmlPage, isSecureBaseUrl, parseCookies, redirectTo, serializeCookie, withSetCookies } from "./BrowserPages.ts"
+import { htmlPage, isSecureBaseUrl, redirectTo, serializeCookie, withSetCookies } from "./BrowserPages.ts"
 
 const single = (params: Readonly<Record<string, string | ReadonlyArray<string>>>, name: string) => {
   const value = params[name]
@@ -56,10 +56,9 @@ export const layer: Layer.Layer<never, never, HttpRouter.HttpRouter | Connection
           Effect.gen(function* () {
             const request = yield* HttpServerRequest.HttpServerRequest
             const params = yield* HttpServerRequest.ParsedSearchParams
-            const cookies = Object.fromEntries(parseCookies(request.headers.cookie))
             const outcome = yield* authorization.complete(
               { state: single(params, "state"), code: single(params, "code"), error: single(params, "error") },
-              cookies
+              request.cookies
             )
             return respond(outcome, secure)
           })

@@ -11,7 +11,7 @@ import { ActorDirectory } from "../resources/ActorDirectory.ts"
 import { Authenticator } from "../auth/Authenticator.ts"
 import { type BrowserSession, BrowserSessions, xsrfTokenMatches } from "../auth/BrowserSessions.ts"
 import { requirePermission } from "./AuthenticationLive.ts"
-import { parseCookies, sessionCookieName, xsrfHeaderName } from "./BrowserPages.ts"
+import { sessionCookieName, xsrfHeaderName } from "./BrowserPages.ts"
 
 /** Methods that need no XSRF header (they must not change state). */
 export const xsrfExemptMethods: ReadonlySet<string> = new Set(["GET", "HEAD", "OPTIONS"])
@@ -37,7 +37,7 @@ export interface RequestSession {
 export const requireBrowserSession = Effect.fnUntraced(function* (
   request: HttpServerRequest.HttpServerRequest
 ): Effect.fn.Return<RequestSession, Unauthorized | Forbidden | ServiceUnavailable, BrowserSessions> {
-  const sessionId = parseCookies(request.headers.cookie).get(sessionCookieName)
+  const sessionId = request.cookies[sessionCookieName]
   if (sessionId === undefined || sessionId === "") return yield* sessionRequired
   const found = yield* (yield* BrowserSessions).get(sessionId)
   if (Option.isNone(found)) return yield* sessionRequired

@@ -15,7 +15,7 @@ import {
 } from "@svc/domain/SetupFlow"
 import { type ErrorObject, Ajv2020, type ValidateFunction } from "ajv/dist/2020.js"
 import addFormats from "ajv-formats"
-import { Effect } from "effect"
+import { Effect, Predicate } from "effect"
 
 /** One compiled step. */
 interface CompiledStep {
@@ -91,9 +91,6 @@ const pointerPath = (pointer: string): string =>
     .map((part) => (/^\d+$/.test(part) ? `[${part}]` : `.${part}`))
     .join("")
 
-const isPlainObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
-
 const stringParam = (error: ErrorObject, name: string): string | undefined => {
   const value: unknown = error.params[name]
   return typeof value === "string" ? value : undefined
@@ -120,7 +117,7 @@ export const validateConfiguration = Effect.fnUntraced(function* (
   root = "body.configuration"
 ): Effect.fn.Return<CheckedConfiguration, BadRequest> {
   const input: unknown = configuration ?? {}
-  if (!isPlainObject(input)) return yield* invalid([{ field: root, message: "must be an object" }])
+  if (!Predicate.isObject(input)) return yield* invalid([{ field: root, message: "must be an object" }])
   const steps = compiledSteps(definition)
   const details: Array<ErrorDetail> = []
   const declared = new Set(steps.flatMap((step) => step.keys))

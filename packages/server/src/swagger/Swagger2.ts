@@ -1,7 +1,7 @@
+import { Predicate } from "effect"
 import type { OpenApi } from "effect/http-api"
 import {
   convertSchema,
-  isRecord,
   type Json,
   orderKeys,
   rewriteRefsDeep,
@@ -91,9 +91,9 @@ const deref = (schema: Swagger2Schema, definitions: Source, depth = 0): Swagger2
   const { $ref, allOf, ...rest } = schema
   if (typeof $ref === "string") {
     const target = definitions[$ref.replace(/^#\/definitions\//, "")]
-    return isRecord(target) ? deref({ ...(target as Swagger2Schema), ...rest }, definitions, depth + 1) : rest
+    return Predicate.isObject(target) ? deref({ ...(target as Swagger2Schema), ...rest }, definitions, depth + 1) : rest
   }
-  if (Array.isArray(allOf) && allOf.length === 1 && isRecord(allOf[0])) {
+  if (Array.isArray(allOf) && allOf.length === 1 && Predicate.isObject(allOf[0])) {
     return { ...deref(allOf[0] as Swagger2Schema, definitions, depth + 1), ...rest }
   }
   return schema
@@ -108,7 +108,9 @@ const flatten = (schema: Swagger2Schema, definitions: Source, location: string):
   }
   if (typeof out.type !== "string" || out.type === "object") out.type = "string"
   if (out.type === "array") {
-    out.items = isRecord(s.items) ? flatten(s.items as Swagger2Schema, definitions, location) : { type: "string" }
+    out.items = Predicate.isObject(s.items)
+      ? flatten(s.items as Swagger2Schema, definitions, location)
+      : { type: "string" }
     out.collectionFormat = location === "query" ? "multi" : "csv"
   } else {
     delete out.items
@@ -147,7 +149,7 @@ const bodyParameters = (
   }
   const object = deref(schema, ctx.converted)
   const required = Array.isArray(object.required) ? object.required : []
-  const properties = isRecord(object.properties) ? Object.entries(object.properties) : []
+  const properties = Predicate.isObject(object.properties) ? Object.entries(object.properties) : []
   const params = properties.map(([name, p]) => {
     const flat = flatten(p as Swagger2Schema, ctx.converted, "formData")
     if (flat.format === "binary") {

@@ -15,6 +15,7 @@
  * - `$defs` are hoisted into `definitions`; every `$ref` is rewritten to `#/definitions/X`.
  * - Any other keyword Swagger 2.0 lacks is kept under an `x-` prefix.
  */
+import { Predicate } from "effect"
 
 /** A JSON value. */
 export type Json = null | boolean | number | string | ReadonlyArray<Json> | { readonly [key: string]: Json }
@@ -31,9 +32,6 @@ export interface SchemaContext {
 
 /** A JSON object being read. */
 export type Source = { readonly [key: string]: unknown }
-
-/** Whether `u` is a JSON object (not an array). */
-export const isRecord = (u: unknown): u is Source => typeof u === "object" && u !== null && !Array.isArray(u)
 
 /** The numeric, string and array validation keywords Swagger 2.0 shares between schemas and parameters, in document order. */
 export const VALIDATION_KEYWORDS = [
@@ -115,7 +113,7 @@ export const rewriteRef = (ref: string): string =>
 /** Deep copy of an arbitrary JSON value with every `$ref` rewritten (used for `x-` extension values). */
 export const rewriteRefsDeep = (value: unknown): Json => {
   if (Array.isArray(value)) return value.map(rewriteRefsDeep)
-  if (isRecord(value)) {
+  if (Predicate.isObject(value)) {
     const out: { [key: string]: Json } = {}
     for (const [key, v] of Object.entries(value)) {
       out[key] = key === "$ref" && typeof v === "string" ? rewriteRef(v) : rewriteRefsDeep(v)
@@ -129,7 +127,7 @@ export const rewriteRefsDeep = (value: unknown): Json => {
 }
 
 const isNullSchema = (s: unknown): boolean =>
-  isRecord(s) &&
+  Predicate.isObject(s) &&
   (s.type === "null" ||
     (Object.hasOwn(s, "const") && s.const === null) ||
     (Array.isArray(s.enum) && s.enum.length === 1 && s.enum[0] === null))
@@ -145,7 +143,7 @@ const isPlainEnum = (s: Swagger2Schema): boolean =>
 const typeOf = (s: Swagger2Schema, definitions: Source): string | undefined => {
   if (typeof s.$ref === "string") {
     const target = definitions[s.$ref.replace(/^#\/definitions\//, "")]
-    return isRecord(target) && typeof target.type === "string" ? target.type : undefined
+    return Predicate.isObject(target) && typeof target.type === "string" ? target.type : undefined
   }
   return typeof s.type === "string" ? s.type : undefined
 }
@@ -200,13 +198,13 @@ export const convertSchema = (
   ctx: SchemaContext & { readonly definitions: Source }
 ): Swagger2Schema => {
   if (input === false) return { "x-jsonSchema": false }
-  if (!isRecord(input)) return {}
+  if (!Predicate.isObject(input)) return {}
   const s = input
   let nullable = s.nullable === true
   const out: Swagger2Schema = {}
   let base: Swagger2Schema | undefined
 
-  if (isRecord(s.$defs)) {
+  if (Predicate.isObject(s.$defs)) {
     for (const [name, def] of Object.entries(s.$defs)) ctx.hoisted[name] = convertSchema(def, ctx)
   }
   if (typeof s.$ref === "string") base = { $ref: rewriteRef(s.$ref) }
@@ -260,15 +258,16 @@ export const convertSchema = (
     }
   }
 
-  if (isRecord(s.properties)) {
+  if (Predicate.isObject(s.properties)) {
     const properties: Swagger2Schema = {}
     for (const [name, p] of Object.entries(s.properties)) properties[name] = convertSchema(p, ctx)
     out.properties = properties
   }
   if (Array.isArray(s.required) && s.required.length > 0) out.required = s.required.map(String)
   if (typeof s.additionalProperties === "boolean") out.additionalProperties = s.additionalProperties
-  else if (isRecord(s.additionalProperties)) out.additionalProperties = convertSchema(s.additionalProperties, ctx)
-  if (isRecord(s.patternProperties)) {
+  else if (Predicate.isObject(s.additionalProperties))
+    out.additionalProperties = convertSchema(s.additionalProperties, ctx)
+  if (Predicate.isObject(s.patternProperties)) {
     const patterns = Object.values(s.patternProperties)
     if (out.additionalProperties === undefined && patterns.length === 1) {
       out.additionalProperties = convertSchema(patterns[0], ctx)
@@ -277,10 +276,10 @@ export const convertSchema = (
   }
 
   if (Array.isArray(s.prefixItems)) {
-    const rest = isRecord(s.items) ? [s.items] : []
+    const rest = Predicate.isObject(s.items) ? [s.items] : []
     out.items = convertUnion([...s.prefixItems, ...rest], "anyOf", ctx).schema
     out["x-prefixItems"] = s.prefixItems.map((p) => convertSchema(p, ctx))
-  } else if (isRecord(s.items)) {
+  } else if (Predicate.isObject(s.items)) {
     out.items = convertSchema(s.items, ctx)
   } else if (Array.isArray(s.items)) {
     out.items = convertUnion(s.items, "anyOf", ctx).schema
@@ -291,7 +290,7 @@ export const convertSchema = (
     if (base?.allOf !== undefined) base = undefined
   }
   if (typeof s.discriminator === "string") out.discriminator = s.discriminator
-  else if (isRecord(s.discriminator)) out["x-discriminator"] = rewriteRefsDeep(s.discriminator)
+  else if (Predicate.isObject(s.discriminator)) out["x-discriminator"] = rewriteRefsDeep(s.discriminator)
 
   for (const [key, value] of Object.entries(s)) {
     if (COPIED.has(key) || key.startsWith("x-")) {
