@@ -5,6 +5,7 @@
  */
 import { Schema } from "effect"
 import { isSystemKey, keyProblem, type Labels, labelValueProblem, systemPrefix, UserLabels } from "./Labels.ts"
+import { StrictJson } from "./StrictInput.ts"
 
 /** `_proxy_raw`: the absolute upstream URL. */
 export const upstreamUrlHeader = "x-svc-upstream-url"
@@ -45,7 +46,8 @@ export const ProxyRequest = Schema.Struct({
   headers: Schema.optionalKey(Schema.Record(Schema.String, Schema.String)),
   /** User labels for the request event (spec 2.5); `svc/` keys are refused. */
   labels: Schema.optionalKey(UserLabels),
-  bodyJson: Schema.optionalKey(Schema.Json),
+  /** Any JSON within the body limits (`StrictJson`: depth, no NUL or lone surrogates). */
+  bodyJson: Schema.optionalKey(StrictJson),
   bodyRaw: Schema.optionalKey(Base64)
 })
 export type ProxyRequest = typeof ProxyRequest.Type

@@ -30,6 +30,7 @@ import { AdminApiResourcesHttp, ApiResourcesHttp, PublicResourcesHttp } from "./
 import { AdminApiSearchHttp } from "./SearchHttp.ts"
 import { AuthenticationLive } from "./AuthenticationLive.ts"
 import { errorResponse, layerErrorHandling, type NotFoundPolicy } from "./ErrorHandling.ts"
+import { layerInputGuard } from "./InputGuard.ts"
 import { AdminApiSystemHttp, ApiSystemHttp, PublicSystemHttp, WorkerSystemHttp } from "./SystemHttp.ts"
 
 const serverOptions: http.ServerOptions = {
@@ -137,6 +138,7 @@ export const serverLayer = (config: ResolvedConfig, service: ServiceId, tls: Tls
   HttpRouter.serve(
     Layer.mergeAll(
       routes(service),
+      layerInputGuard,
       Layer.unwrap(
         Effect.map(Authenticator, (authenticator) => layerErrorHandling(apiNotFound(authenticator, service)))
       )
