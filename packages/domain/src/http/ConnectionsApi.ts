@@ -12,6 +12,7 @@ import {
 } from "../ConnectionSetup.ts"
 import { BadGateway, GatewayTimeout, ServiceUnavailable } from "../Errors.ts"
 import { Page } from "../Resource.ts"
+import { optionalBody } from "../StrictInput.ts"
 import { listQuery, permission, resourceErrors } from "./Endpoints.ts"
 import { Authentication, RequiredPermission } from "./Security.ts"
 
@@ -95,7 +96,7 @@ export class ConnectionsApi extends HttpApiGroup.make("connections")
       ),
     HttpApiEndpoint.post("reauthorize", "/api/v1/connections/:id/_reauthorize", {
       params,
-      payload: Reauthorize,
+      payload: optionalBody(Reauthorize),
       success: SetupProgress,
       error: [...resourceErrors, BadGateway, GatewayTimeout, ServiceUnavailable]
     })
@@ -106,7 +107,7 @@ export class ConnectionsApi extends HttpApiGroup.make("connections")
       ),
     HttpApiEndpoint.post("disconnect", "/api/v1/connections/:id/_disconnect", {
       params,
-      payload: DisconnectConnection,
+      payload: optionalBody(DisconnectConnection),
       success: DisconnectResult,
       error: resourceErrors
     })

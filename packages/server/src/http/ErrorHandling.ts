@@ -67,12 +67,39 @@ const fromCause = (
   return Effect.logError("unhandled failure while serving a request", cause).pipe(Effect.as(internalError))
 }
 
+/**
+ * The standard body for the plain-text or empty error responses HttpApi itself answers: 415 for a
+ * content type the route does not accept, 413 for a streamed payload over its cap. Recognised by
+ * their exact shape, so an upstream's own answer relayed by the proxy is never rewritten.
+ */
+export const standardizeFrameworkResponse = (
+  response: HttpServerResponse.HttpServerResponse
+): HttpServerResponse.HttpServerResponse => {
+  const body = response.body
+  if (
+    response.status === 415 &&
+    body._tag === "Uint8Array" &&
+    body.contentType.startsWith("text/plain") &&
+    body.text?.startsWith("Unsupported content-type: ") === true
+  ) {
+    return errorResponse(415, "unsupported content type: send application/json", "unsupported_media_type")
+  }
+  if (response.status === 413 && body._tag === "Empty" && response.headers.connection === "close") {
+    return HttpServerResponse.setHeader(
+      errorResponse(413, "request body too large", "payload_too_large"),
+      "connection",
+      "close"
+    )
+  }
+  return response
+}
+
 /** Global router middleware mapping every escaped failure to the standard error body. */
 export const layerErrorHandling = (
   notFound: NotFoundPolicy = defaultNotFound
 ): Layer.Layer<never, never, HttpRouter.HttpRouter> =>
   HttpRouter.middleware(
     (effect): Effect.Effect<HttpServerResponse.HttpServerResponse, unhandled> =>
-      Effect.catchCause(effect, (cause) => fromCause(cause, notFound)),
+      Effect.catchCause(Effect.map(effect, standardizeFrameworkResponse), (cause) => fromCause(cause, notFound)),
     { global: true }
   )
