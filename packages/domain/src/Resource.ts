@@ -5,6 +5,7 @@
 import { Schema } from "effect"
 import { Labels } from "./Labels.ts"
 import { isNamespacePath, NamespacePath, pathMatches } from "./PermissionMatcher.ts"
+import { IntFromString } from "./StrictInput.ts"
 
 /** spec 2.2: a display name, case-sensitive; 1–63 of `[A-Za-z0-9._-]`, starting alphanumeric. */
 export const ResourceName = Schema.String.check(
@@ -67,7 +68,7 @@ export { NamespacePath }
 export const defaultPageSize = 100
 export const maxPageSize = 1000
 
-export const Limit = Schema.NumberFromString.check(
+export const Limit = IntFromString.check(
   Schema.makeFilter((n: number) => Number.isInteger(n) && n >= 1 && n <= maxPageSize, {
     message: `limit is an integer from 1 to ${maxPageSize}`
   })

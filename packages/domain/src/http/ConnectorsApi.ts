@@ -11,11 +11,12 @@ import {
   VersionState
 } from "../Connector.ts"
 import { Page } from "../Resource.ts"
+import { IntFromString } from "../StrictInput.ts"
 import { listQuery, permission, resourceErrors } from "./Endpoints.ts"
 import { Authentication, RequiredPermission } from "./Security.ts"
 
 const params = { id: Schema.String }
-const versionParams = { id: Schema.String, version: Schema.NumberFromString.check(Schema.isInt()) }
+const versionParams = { id: Schema.String, version: IntFromString }
 
 export class ConnectorsApi extends HttpApiGroup.make("connectors")
   .add(
