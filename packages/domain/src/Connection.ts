@@ -1,5 +1,6 @@
 /** Connections (spec 2.7, 3.1): an authorised instance of a connector version in a namespace. */
 import { Schema } from "effect"
+import { ConnectionId, ConnectorId } from "./Ids.ts"
 import { UserAnnotations, UserLabels } from "./Labels.ts"
 import { NamespacePath } from "./PermissionMatcher.ts"
 import { envelopeFields, ResourceName } from "./Resource.ts"
@@ -18,7 +19,8 @@ export const Configuration = Schema.Record(Schema.String, Schema.Unknown)
 /** A connection as returned. */
 export const Connection = Schema.Struct({
   ...envelopeFields,
-  connectorId: Schema.String,
+  id: ConnectionId,
+  connectorId: ConnectorId,
   connectorVersion: Schema.Number,
   state: ConnectionState,
   healthState: HealthState,
@@ -66,7 +68,7 @@ export type ProbeOutcome = typeof ProbeOutcome.Type
 /** `GET /api/v1/connectors/{connector}/probes/{probe}?connectionId=`: one run of a probe. */
 export const ProbeResult = Schema.Struct({
   probeId: Schema.String,
-  connectionId: Schema.String,
+  connectionId: ConnectionId,
   outcome: ProbeOutcome,
   statusCode: Schema.optionalKey(Schema.Number),
   durationMs: Schema.Number,

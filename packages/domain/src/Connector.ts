@@ -4,6 +4,7 @@
  */
 import { Schema } from "effect"
 import { ConnectorDefinition } from "./ConnectorDefinition.ts"
+import { ConnectorId } from "./Ids.ts"
 import { UserAnnotations, UserLabels } from "./Labels.ts"
 import { NamespacePath } from "./PermissionMatcher.ts"
 import { envelopeFields, ResourceName } from "./Resource.ts"
@@ -19,6 +20,7 @@ export type VersionState = typeof VersionState.Type
  */
 export const Connector = Schema.Struct({
   ...envelopeFields,
+  id: ConnectorId,
   version: Schema.Number,
   state: VersionState,
   type: Schema.String
@@ -27,7 +29,7 @@ export type Connector = typeof Connector.Type
 
 /** One version of a connector. */
 export const ConnectorVersion = Schema.Struct({
-  connectorId: Schema.String,
+  connectorId: ConnectorId,
   version: Schema.Number,
   state: VersionState,
   definition: ConnectorDefinition,

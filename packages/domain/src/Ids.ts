@@ -37,9 +37,13 @@ export type ActorId = typeof ActorId.Type
 /** A connector id, `cxr_…`. */
 export const ConnectorId = prefixed("cxr").pipe(Schema.brand("ConnectorId"))
 export type ConnectorId = typeof ConnectorId.Type
+/** True (and narrowed) when `value` is a well-formed connector id. */
+export const isConnectorId: (value: unknown) => value is ConnectorId = Schema.is(ConnectorId)
 /** A connection id, `cxn_…`. */
 export const ConnectionId = prefixed("cxn").pipe(Schema.brand("ConnectionId"))
 export type ConnectionId = typeof ConnectionId.Type
+/** True (and narrowed) when `value` is a well-formed connection id. */
+export const isConnectionId: (value: unknown) => value is ConnectionId = Schema.is(ConnectionId)
 /** An encryption key id, `key_…`. */
 export const KeyId = prefixed("key").pipe(Schema.brand("KeyId"))
 export type KeyId = typeof KeyId.Type

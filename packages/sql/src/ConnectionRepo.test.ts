@@ -1,4 +1,5 @@
 import { assert, layer } from "@effect/vitest"
+import type { ConnectionId, ConnectorId } from "@svc/domain/Ids"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { ConnectionRepo } from "./ConnectionRepo.ts"
@@ -6,7 +7,10 @@ import { ConnectorRepo } from "./ConnectorRepo.ts"
 import * as Migrations from "./Migrations.ts"
 import { ResourceRepo } from "./ResourceRepo.ts"
 import * as TestDatabase from "./TestDatabase.ts"
-import { at, envelope } from "./TestRows.ts"
+import { fixtureId, at, envelope } from "./TestRows.ts"
+
+const cxr = (tag: string) => fixtureId("cxr", tag)
+const cxn = (tag: string) => fixtureId("cxn", tag)
 
 for (const [backend, db] of TestDatabase.backends) {
   const Test = Layer.mergeAll(ResourceRepo.layer, ConnectorRepo.layer, ConnectionRepo.layer).pipe(
@@ -14,7 +18,7 @@ for (const [backend, db] of TestDatabase.backends) {
   )
 
   layer(Test, { timeout: "60 seconds" })(`ConnectionRepo (${backend})`, (it) => {
-    const connector = (id: string) =>
+    const connector = (id: ConnectorId) =>
       Effect.gen(function* () {
         const repo = yield* ResourceRepo
         const connectors = yield* ConnectorRepo
@@ -22,7 +26,7 @@ for (const [backend, db] of TestDatabase.backends) {
         yield* connectors.insertVersion(id, { type: "http" }, at(0))
       })
 
-    const connection = (id: string, connectorId: string, credentialsEnc: string | null) =>
+    const connection = (id: ConnectionId, connectorId: ConnectorId, credentialsEnc: string | null) =>
       Effect.flatMap(ResourceRepo, (repo) =>
         repo.insert("connections", {
           id,
@@ -38,7 +42,7 @@ for (const [backend, db] of TestDatabase.backends) {
       )
 
     /** A connection's `credentials@updatedAtSeconds` (`null` for no credentials) and its configuration. */
-    const stored = (id: string) =>
+    const stored = (id: ConnectionId) =>
       Effect.gen(function* () {
         const sql = yield* SqlClient.SqlClient
         const [row] = yield* sql<{ credentialsEnc: string | null; configurationEnc: string | null; updatedAt: Date }>`
@@ -51,22 +55,22 @@ for (const [backend, db] of TestDatabase.backends) {
     it.effect("swapCredentials replaces the ciphertext only when it is still the expected one", () =>
       Effect.gen(function* () {
         const connections = yield* ConnectionRepo
-        yield* connector("cxr_swap")
-        yield* connection("cxn_swap", "cxr_swap", null)
-        yield* connection("cxn_swap_other", "cxr_swap", null)
-        assert.isFalse(yield* connections.swapCredentials("cxn_swap", "v1:a", "v1:b", at(1)))
-        assert.strictEqual(yield* stored("cxn_swap"), "null@0")
-        assert.isTrue(yield* connections.swapCredentials("cxn_swap", null, "v1:a", at(2)))
-        assert.strictEqual(yield* stored("cxn_swap"), "v1:a@2")
-        assert.isFalse(yield* connections.swapCredentials("cxn_swap", null, "v1:x", at(3)))
-        assert.strictEqual(yield* stored("cxn_swap"), "v1:a@2")
-        assert.isTrue(yield* connections.swapCredentials("cxn_swap", "v1:a", "v1:b", at(4)))
-        assert.strictEqual(yield* stored("cxn_swap"), "v1:b@4")
+        yield* connector(cxr("swap"))
+        yield* connection(cxn("swap"), cxr("swap"), null)
+        yield* connection(cxn("swap_other"), cxr("swap"), null)
+        assert.isFalse(yield* connections.swapCredentials(cxn("swap"), "v1:a", "v1:b", at(1)))
+        assert.strictEqual(yield* stored(cxn("swap")), "null@0")
+        assert.isTrue(yield* connections.swapCredentials(cxn("swap"), null, "v1:a", at(2)))
+        assert.strictEqual(yield* stored(cxn("swap")), "v1:a@2")
+        assert.isFalse(yield* connections.swapCredentials(cxn("swap"), null, "v1:x", at(3)))
+        assert.strictEqual(yield* stored(cxn("swap")), "v1:a@2")
+        assert.isTrue(yield* connections.swapCredentials(cxn("swap"), "v1:a", "v1:b", at(4)))
+        assert.strictEqual(yield* stored(cxn("swap")), "v1:b@4")
         // A refresh that read `v1:a` loses to the rotation that already wrote `v1:b`.
-        assert.isFalse(yield* connections.swapCredentials("cxn_swap", "v1:a", "v1:c", at(5)))
-        assert.strictEqual(yield* stored("cxn_swap"), "v1:b@4")
-        assert.strictEqual(yield* stored("cxn_swap_other"), "null@0")
-        assert.isFalse(yield* connections.swapCredentials("cxn_nope", null, "v1:a", at(6)))
+        assert.isFalse(yield* connections.swapCredentials(cxn("swap"), "v1:a", "v1:c", at(5)))
+        assert.strictEqual(yield* stored(cxn("swap")), "v1:b@4")
+        assert.strictEqual(yield* stored(cxn("swap_other")), "null@0")
+        assert.isFalse(yield* connections.swapCredentials(cxn("nope"), null, "v1:a", at(6)))
       })
     )
 
@@ -74,15 +78,15 @@ for (const [backend, db] of TestDatabase.backends) {
       Effect.gen(function* () {
         const connections = yield* ConnectionRepo
         const repo = yield* ResourceRepo
-        yield* connector("cxr_del")
-        yield* connection("cxn_del", "cxr_del", "v1:a")
-        yield* connection("cxn_del_null", "cxr_del", null)
-        yield* repo.softDelete("connections", "cxn_del", at(1))
-        yield* repo.softDelete("connections", "cxn_del_null", at(1))
-        assert.isFalse(yield* connections.swapCredentials("cxn_del", "v1:a", "v1:b", at(2)))
-        assert.isFalse(yield* connections.swapCredentials("cxn_del_null", null, "v1:b", at(2)))
-        assert.strictEqual(yield* stored("cxn_del"), "v1:a@1")
-        assert.strictEqual(yield* stored("cxn_del_null"), "null@1")
+        yield* connector(cxr("del"))
+        yield* connection(cxn("del"), cxr("del"), "v1:a")
+        yield* connection(cxn("del_null"), cxr("del"), null)
+        yield* repo.softDelete("connections", cxn("del"), at(1))
+        yield* repo.softDelete("connections", cxn("del_null"), at(1))
+        assert.isFalse(yield* connections.swapCredentials(cxn("del"), "v1:a", "v1:b", at(2)))
+        assert.isFalse(yield* connections.swapCredentials(cxn("del_null"), null, "v1:b", at(2)))
+        assert.strictEqual(yield* stored(cxn("del")), "v1:a@1")
+        assert.strictEqual(yield* stored(cxn("del_null")), "null@1")
       })
     )
   })

@@ -3,10 +3,13 @@
  * (credential swaps by token renewal and refresh, setup progress, health after a failed refresh)
  * and the refresh sweep's query. Every credential write is a compare-and-swap on the ciphertext.
  */
-import { Context, Effect, Layer } from "effect"
+import { ConnectionId } from "@svc/domain/Ids"
+import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { jsonb } from "./ResourceRepo.ts"
+
+const decodeIds = Schema.decodeUnknownEffect(Schema.Array(Schema.Struct({ id: ConnectionId })))
 
 /** Columns written together with swapped credentials; omitted ones stay. */
 export interface CredentialSideColumns {
@@ -28,20 +31,22 @@ export class ConnectionRepo extends Context.Service<
      * rotation); false when the row changed meanwhile. `side` columns are written in the same statement.
      */
     readonly swapCredentials: (
-      id: string,
+      id: ConnectionId,
       expected: string | null,
       next: string,
       now: Date,
       side?: CredentialSideColumns
     ) => Effect.Effect<boolean, SqlError>
     /** The current credentials ciphertext of a live connection (none when deleted). */
-    readonly currentCredentials: (id: string) => Effect.Effect<{ readonly value: string | null } | undefined, SqlError>
+    readonly currentCredentials: (
+      id: ConnectionId
+    ) => Effect.Effect<{ readonly value: string | null } | undefined, SqlError>
     /**
      * Moves setup forward when the connection still stands at `expectedStep`: the new step (null
      * with state `configured`), and optionally new configuration ciphertext; false when it moved meanwhile.
      */
     readonly advanceSetup: (
-      id: string,
+      id: ConnectionId,
       expectedStep: string | null,
       next: {
         readonly setupStepId: string | null
@@ -51,19 +56,19 @@ export class ConnectionRepo extends Context.Service<
       now: Date
     ) => Effect.Effect<boolean, SqlError>
     /** Sets the health state (a failed refresh makes a connection unhealthy). */
-    readonly setHealth: (id: string, health: "healthy" | "unhealthy", now: Date) => Effect.Effect<void, SqlError>
+    readonly setHealth: (id: ConnectionId, health: "healthy" | "unhealthy", now: Date) => Effect.Effect<void, SqlError>
     /** Sets when the sweep refreshes next, unless the credentials changed from `expected` meanwhile. */
-    readonly setRefreshDueAt: (id: string, expected: string, due: Date | null) => Effect.Effect<void, SqlError>
+    readonly setRefreshDueAt: (id: ConnectionId, expected: string, due: Date | null) => Effect.Effect<void, SqlError>
     /** Sets the state of a live connection (e.g. `disconnecting`). */
     readonly setState: (
-      id: string,
+      id: ConnectionId,
       state: "disconnecting" | "disabled" | "configured",
       now: Date
     ) => Effect.Effect<boolean, SqlError>
     /** Ends a connection: `disconnected`, credentials erased, soft-deleted (its name is free again). */
-    readonly markDisconnected: (id: string, now: Date) => Effect.Effect<boolean, SqlError>
+    readonly markDisconnected: (id: ConnectionId, now: Date) => Effect.Effect<boolean, SqlError>
     /** Ids of live connections whose token refresh is due at or before `before`, soonest first. */
-    readonly dueForRefresh: (before: Date, limit: number) => Effect.Effect<ReadonlyArray<string>, SqlError>
+    readonly dueForRefresh: (before: Date, limit: number) => Effect.Effect<ReadonlyArray<ConnectionId>, SqlError>
   }
 >()("@svc/sql/ConnectionRepo") {
   static readonly layer: Layer.Layer<ConnectionRepo, never, SqlClient.SqlClient> = Layer.effect(
@@ -72,7 +77,7 @@ export class ConnectionRepo extends Context.Service<
       const sql = yield* SqlClient.SqlClient
 
       const swapCredentials = Effect.fn("ConnectionRepo.swapCredentials")(function* (
-        id: string,
+        id: ConnectionId,
         expected: string | null,
         next: string,
         now: Date,
@@ -91,7 +96,7 @@ export class ConnectionRepo extends Context.Service<
         return rows.length === 1
       })
 
-      const currentCredentials = Effect.fn("ConnectionRepo.currentCredentials")(function* (id: string) {
+      const currentCredentials = Effect.fn("ConnectionRepo.currentCredentials")(function* (id: ConnectionId) {
         const rows = yield* sql<{ readonly credentialsEnc: string | null }>`
           SELECT credentials_enc FROM connections WHERE id = ${id} AND deleted_at IS NULL`
         const row = rows[0]
@@ -99,7 +104,7 @@ export class ConnectionRepo extends Context.Service<
       })
 
       const advanceSetup = Effect.fn("ConnectionRepo.advanceSetup")(function* (
-        id: string,
+        id: ConnectionId,
         expectedStep: string | null,
         next: {
           readonly setupStepId: string | null
@@ -118,7 +123,7 @@ export class ConnectionRepo extends Context.Service<
       })
 
       const setHealth = Effect.fn("ConnectionRepo.setHealth")(function* (
-        id: string,
+        id: ConnectionId,
         health: "healthy" | "unhealthy",
         now: Date
       ) {
@@ -128,17 +133,17 @@ export class ConnectionRepo extends Context.Service<
       })
 
       const dueForRefresh = Effect.fn("ConnectionRepo.dueForRefresh")(function* (before: Date, limit: number) {
-        const rows = yield* sql<{ readonly id: string }>`
+        const rows = yield* sql`
           SELECT id FROM connections
           WHERE deleted_at IS NULL AND token_refresh_due_at IS NOT NULL AND token_refresh_due_at <= ${before}
             AND state IN ('configured', 'setup')
           ORDER BY token_refresh_due_at, id
           LIMIT ${limit}`
-        return rows.map((row) => row.id)
+        return (yield* Effect.orDie(decodeIds(rows))).map((row) => row.id)
       })
 
       const setRefreshDueAt = Effect.fn("ConnectionRepo.setRefreshDueAt")(function* (
-        id: string,
+        id: ConnectionId,
         expected: string,
         due: Date | null
       ) {
@@ -147,14 +152,14 @@ export class ConnectionRepo extends Context.Service<
           WHERE id = ${id} AND deleted_at IS NULL AND credentials_enc = ${expected}`
       })
 
-      const setState = Effect.fn("ConnectionRepo.setState")(function* (id: string, state: string, now: Date) {
+      const setState = Effect.fn("ConnectionRepo.setState")(function* (id: ConnectionId, state: string, now: Date) {
         const rows = yield* sql`
           UPDATE connections SET state = ${state}, updated_at = ${now}
           WHERE id = ${id} AND deleted_at IS NULL RETURNING id`
         return rows.length === 1
       })
 
-      const markDisconnected = Effect.fn("ConnectionRepo.markDisconnected")(function* (id: string, now: Date) {
+      const markDisconnected = Effect.fn("ConnectionRepo.markDisconnected")(function* (id: ConnectionId, now: Date) {
         const rows = yield* sql`
           UPDATE connections SET state = 'disconnected', credentials_enc = NULL, token_refresh_due_at = NULL,
             updated_at = ${now}, deleted_at = ${now}

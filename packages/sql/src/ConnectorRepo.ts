@@ -2,6 +2,7 @@
  * Connector versions (spec 3.2): integer versions per connector, at most one `primary`; the
  * connector row carries the state, number and type of its current version for lists.
  */
+import type { ConnectorId } from "@svc/domain/Ids"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
@@ -18,27 +19,27 @@ export class ConnectorRepo extends Context.Service<
   ConnectorRepo,
   {
     readonly insertVersion: (
-      connectorId: string,
+      connectorId: ConnectorId,
       definition: unknown,
       now: Date
     ) => Effect.Effect<ConnectorVersionRow, SqlError>
-    readonly versions: (connectorId: string) => Effect.Effect<ReadonlyArray<ConnectorVersionRow>, SqlError>
+    readonly versions: (connectorId: ConnectorId) => Effect.Effect<ReadonlyArray<ConnectorVersionRow>, SqlError>
     readonly version: (
-      connectorId: string,
+      connectorId: ConnectorId,
       version: number,
       options?: { readonly forUpdate?: boolean }
     ) => Effect.Effect<Option.Option<ConnectorVersionRow>, SqlError>
     /** Sets one version's state; publishing a primary first demotes the current one to `active`. */
     readonly setState: (
-      connectorId: string,
+      connectorId: ConnectorId,
       version: number,
       state: VersionState,
       now: Date
     ) => Effect.Effect<void, SqlError>
     /** Live connections on one version. */
-    readonly connectionsOn: (connectorId: string, version: number) => Effect.Effect<number, SqlError>
+    readonly connectionsOn: (connectorId: ConnectorId, version: number) => Effect.Effect<number, SqlError>
     /** Recomputes the connector row's current version, state and type (same transaction). */
-    readonly refreshCurrent: (connectorId: string, now: Date) => Effect.Effect<void, SqlError>
+    readonly refreshCurrent: (connectorId: ConnectorId, now: Date) => Effect.Effect<void, SqlError>
   }
 >()("@svc/sql/ConnectorRepo") {
   static readonly layer: Layer.Layer<ConnectorRepo, never, SqlClient.SqlClient> = Layer.effect(
@@ -48,7 +49,7 @@ export class ConnectorRepo extends Context.Service<
       const decode = (rows: ReadonlyArray<unknown>) => Effect.orDie(decodeVersions(rows))
 
       const insertVersion = Effect.fn("ConnectorRepo.insertVersion")(function* (
-        connectorId: string,
+        connectorId: ConnectorId,
         definition: unknown,
         now: Date
       ) {
@@ -63,14 +64,14 @@ export class ConnectorRepo extends Context.Service<
         return row!
       })
 
-      const versions = Effect.fn("ConnectorRepo.versions")(function* (connectorId: string) {
+      const versions = Effect.fn("ConnectorRepo.versions")(function* (connectorId: ConnectorId) {
         return yield* decode(
           yield* sql`SELECT * FROM connector_versions WHERE connector_id = ${connectorId} ORDER BY version DESC`
         )
       })
 
       const version = Effect.fn("ConnectorRepo.version")(function* (
-        connectorId: string,
+        connectorId: ConnectorId,
         number: number,
         options?: { readonly forUpdate?: boolean }
       ) {
@@ -82,7 +83,7 @@ export class ConnectorRepo extends Context.Service<
       })
 
       const setState = Effect.fn("ConnectorRepo.setState")(function* (
-        connectorId: string,
+        connectorId: ConnectorId,
         number: number,
         state: VersionState,
         now: Date
@@ -96,14 +97,17 @@ export class ConnectorRepo extends Context.Service<
           WHERE connector_id = ${connectorId} AND version = ${number}`
       })
 
-      const connectionsOn = Effect.fn("ConnectorRepo.connectionsOn")(function* (connectorId: string, number: number) {
+      const connectionsOn = Effect.fn("ConnectorRepo.connectionsOn")(function* (
+        connectorId: ConnectorId,
+        number: number
+      ) {
         const rows = yield* sql<{ count: number | string }>`
           SELECT COUNT(*) AS count FROM connections
           WHERE connector_id = ${connectorId} AND connector_version = ${number} AND deleted_at IS NULL`
         return Number(rows[0]?.count ?? 0)
       })
 
-      const refreshCurrent = Effect.fn("ConnectorRepo.refreshCurrent")(function* (connectorId: string, now: Date) {
+      const refreshCurrent = Effect.fn("ConnectorRepo.refreshCurrent")(function* (connectorId: ConnectorId, now: Date) {
         yield* sql`
           UPDATE connectors SET state = v.state, version = v.version, type = v.definition->>'type', updated_at = ${now}
           FROM (

@@ -6,7 +6,7 @@ import { ancestorsOf, DataKeyRepo, type DataKeyRow, type SecretRow } from "./Dat
 import * as Migrations from "./Migrations.ts"
 import { jsonb, ResourceRepo } from "./ResourceRepo.ts"
 import * as TestDatabase from "./TestDatabase.ts"
-import { at, envelope } from "./TestRows.ts"
+import { at, envelope, fixtureId } from "./TestRows.ts"
 
 const dataKey = (keyId: string, version: number, rootKeyId = "r1"): DataKeyRow => ({
   keyId,
@@ -115,19 +115,22 @@ for (const [backend, db] of TestDatabase.backends) {
         const keys = yield* DataKeyRepo
         const repo = yield* ResourceRepo
         const sql = yield* SqlClient.SqlClient
+        const connectorId = fixtureId("cxr", "s")
         yield* repo.insert("connectors", {
-          id: "cxr_s",
-          ...envelope("root.s", "cxr_s"),
+          id: connectorId,
+          ...envelope("root.s", connectorId),
           state: "draft",
           version: 1,
           type: "none"
         })
-        yield* Effect.flatMap(ConnectorRepo, (connectors) => connectors.insertVersion("cxr_s", { type: "none" }, at(0)))
+        yield* Effect.flatMap(ConnectorRepo, (connectors) =>
+          connectors.insertVersion(connectorId, { type: "none" }, at(0))
+        )
         const connection = (id: string, columns: Record<string, unknown>) =>
           repo.insert("connections", {
             id,
             ...envelope("root.s", id),
-            connectorId: "cxr_s",
+            connectorId,
             connectorVersion: 1,
             state: "configured",
             healthState: "healthy",

@@ -1,4 +1,5 @@
 import { assert, layer } from "@effect/vitest"
+import { ConnectorId } from "@svc/domain/Ids"
 import { type LabelParent, type Labels, materializeLabels, type ResourceToken, userLabelsOf } from "@svc/domain/Labels"
 import { namespaceFilterMatches, parentNamespace } from "@svc/domain/Resource"
 import { Array as Arr, Effect, Layer } from "effect"
@@ -9,6 +10,9 @@ import { LabelReconciler } from "./LabelReconciler.ts"
 import * as Migrations from "./Migrations.ts"
 import { jsonb, ResourceRepo } from "./ResourceRepo.ts"
 import * as TestDatabase from "./TestDatabase.ts"
+import { fixtureId } from "./TestRows.ts"
+
+const cxr = (tag: string) => fixtureId("cxr", tag)
 
 const now = new Date(Date.UTC(2025, 0, 1, 0, 0, 0, 321))
 const stale = (user: Labels): Labels => ({ ...user, "svc/ns/old": "stale", "svc/ns/-/id": "nowhere" })
@@ -125,7 +129,8 @@ for (const [backend, db] of TestDatabase.backends) {
       const name = table === "namespaces" ? lastSegment(id) : `${id}-name`
       const idColumn = table === "namespaces" ? {} : { id }
       yield* repo.insert(table, { ...idColumn, ...envelope(namespace, name, labels), ...extra[table] })
-      if (table === "connectors") yield* (yield* ConnectorRepo).insertVersion(id, { type: "http" }, now)
+      if (table === "connectors")
+        yield* (yield* ConnectorRepo).insertVersion(ConnectorId.make(id), { type: "http" }, now)
     })
     const namespace = (path: string, labels: Labels) => insert("namespaces", path, path, labels)
     const connection = Effect.fnUntraced(function* (id: string, ns: string, connectorId: string, labels: Labels) {
@@ -203,8 +208,8 @@ for (const [backend, db] of TestDatabase.backends) {
         yield* insert("keys", "key_t3", "root.a.b", stale({ gone: "yes" }))
         yield* (yield* ResourceRepo).softDelete("keys", "key_t3", now)
         yield* insert("rate_limits", "rl_t1", "root.a", stale({}))
-        yield* insert("connectors", "cxr_t1", "root.a", stale({ vendor: "acme" }))
-        yield* connection("cxn_t1", "root.a.b", "cxr_t1", stale({ purpose: "crm" }))
+        yield* insert("connectors", cxr("t1"), "root.a", stale({ vendor: "acme" }))
+        yield* connection("cxn_t1", "root.a.b", cxr("t1"), stale({ purpose: "crm" }))
 
         assert.deepStrictEqual(yield* reconciler.namespaceSubtree("root.a"), { updated: 7 })
         assert.strictEqual(yield* assertMaterialized("root.a"), 7)
@@ -222,8 +227,8 @@ for (const [backend, db] of TestDatabase.backends) {
           "svc/cxn/-/id": "cxn_t1",
           "svc/cxn/-/name": "cxn_t1-name",
           "svc/cxn/-/ns": "root.a.b",
-          "svc/cxr/-/id": "cxr_t1",
-          "svc/cxr/-/name": "cxr_t1-name",
+          "svc/cxr/-/id": cxr("t1"),
+          "svc/cxr/-/name": `${cxr("t1")}-name`,
           "svc/cxr/-/ns": "root.a",
           "svc/cxr/type": "http",
           "svc/cxr/vendor": "acme",
@@ -246,22 +251,22 @@ for (const [backend, db] of TestDatabase.backends) {
         const reconciler = yield* LabelReconciler
         yield* namespace("root.c", {})
         yield* namespace("root.c.d", { zone: "eu" })
-        yield* insert("connectors", "cxr_c1", "root.c", { vendor: "acme" })
-        yield* insert("connectors", "cxr_c2", "root.c", { vendor: "other" })
-        yield* connection("cxn_c1", "root.c", "cxr_c1", {})
-        yield* connection("cxn_c2", "root.c.d", "cxr_c1", { purpose: "crm" })
-        yield* connection("cxn_c3", "root.c", "cxr_c1", {})
-        yield* connection("cxn_c4", "root.c", "cxr_c2", {})
+        yield* insert("connectors", cxr("c1"), "root.c", { vendor: "acme" })
+        yield* insert("connectors", cxr("c2"), "root.c", { vendor: "other" })
+        yield* connection("cxn_c1", "root.c", cxr("c1"), {})
+        yield* connection("cxn_c2", "root.c.d", cxr("c1"), { purpose: "crm" })
+        yield* connection("cxn_c3", "root.c", cxr("c1"), {})
+        yield* connection("cxn_c4", "root.c", cxr("c2"), {})
         yield* insert("keys", "key_c1", "root.c", {})
         assert.deepStrictEqual(yield* reconciler.namespaceSubtree("root.c"), { updated: 9 })
         yield* (yield* ResourceRepo).softDelete("connections", "cxn_c3", now)
         const deleted = yield* labelsOf("connections", "cxn_c3")
 
-        const relabeled = { ...(yield* labelsOf("connectors", "cxr_c1")), vendor: "globex" }
-        yield* setLabels("connectors", "cxr_c1", relabeled)
+        const relabeled = { ...(yield* labelsOf("connectors", cxr("c1"))), vendor: "globex" }
+        yield* setLabels("connectors", cxr("c1"), relabeled)
         yield* setLabels("connections", "cxn_c4", stale({}))
         yield* setLabels("keys", "key_c1", stale({}))
-        assert.deepStrictEqual(yield* reconciler.connector("cxr_c1"), { updated: 2 })
+        assert.deepStrictEqual(yield* reconciler.connector(cxr("c1")), { updated: 2 })
         assert.strictEqual((yield* labelsOf("connections", "cxn_c2"))["svc/cxr/vendor"], "globex")
         assert.strictEqual((yield* labelsOf("connections", "cxn_c2"))["svc/ns/-/id"], "root.c.d")
         const snap = yield* snapshot
@@ -269,12 +274,12 @@ for (const [backend, db] of TestDatabase.backends) {
         for (const row of snap.rows.filter((r) => r.id === "cxn_c1" || r.id === "cxn_c2")) {
           assert.deepStrictEqual(row.labels, expected.row(row), row.id)
         }
-        assert.deepStrictEqual(yield* labelsOf("connectors", "cxr_c1"), relabeled)
+        assert.deepStrictEqual(yield* labelsOf("connectors", cxr("c1")), relabeled)
         assert.deepStrictEqual(yield* labelsOf("connections", "cxn_c4"), stale({}))
         assert.deepStrictEqual(yield* labelsOf("keys", "key_c1"), stale({}))
         assert.deepStrictEqual(yield* labelsOf("connections", "cxn_c3"), deleted)
-        assert.deepStrictEqual(yield* reconciler.connector("cxr_c1"), { updated: 0 })
-        assert.deepStrictEqual(yield* reconciler.connector("cxr_missing"), { updated: 0 })
+        assert.deepStrictEqual(yield* reconciler.connector(cxr("c1")), { updated: 0 })
+        assert.deepStrictEqual(yield* reconciler.connector(cxr("missing")), { updated: 0 })
       })
     )
 
@@ -340,7 +345,7 @@ for (const [backend, db] of TestDatabase.backends) {
         const reconciler = yield* LabelReconciler
         yield* setLabels("namespaces", "root", { ...(yield* labelsOf("namespaces", "root")), env: "prod" })
         yield* setLabels("keys", "key_t1", { junk: "x" })
-        yield* setLabels("connectors", "cxr_c2", stale({ vendor: "changed" }))
+        yield* setLabels("connectors", cxr("c2"), stale({ vendor: "changed" }))
         const deleted = yield* labelsOf("keys", "key_t3")
         const drifted = yield* driftCount
         assert.isAbove(drifted, 1200)

@@ -8,7 +8,7 @@ import * as Migrations from "./Migrations.ts"
 import { type NewNotice, NotificationRepo, type UpsertResult } from "./NotificationRepo.ts"
 import { jsonb, ResourceRepo } from "./ResourceRepo.ts"
 import * as TestDatabase from "./TestDatabase.ts"
-import { at, envelope } from "./TestRows.ts"
+import { at, envelope, fixtureId } from "./TestRows.ts"
 
 /** Rows of `namespace` or below. */
 const within = (path: string): AccessFilter => ({
@@ -46,7 +46,7 @@ for (const [backend, db] of TestDatabase.backends) {
     const connections = (namespace: string, ids: ReadonlyArray<string>) =>
       Effect.gen(function* () {
         const repo = yield* ResourceRepo
-        const connectorId = `cxr_${ids[0]}`
+        const connectorId = fixtureId("cxr", ids[0] ?? "")
         yield* repo.insert("connectors", {
           id: connectorId,
           ...envelope(namespace, connectorId),

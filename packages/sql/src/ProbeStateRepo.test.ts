@@ -6,7 +6,7 @@ import * as Migrations from "./Migrations.ts"
 import { ProbeStateRepo } from "./ProbeStateRepo.ts"
 import { ResourceRepo } from "./ResourceRepo.ts"
 import * as TestDatabase from "./TestDatabase.ts"
-import { at, envelope } from "./TestRows.ts"
+import { at, envelope, fixtureId } from "./TestRows.ts"
 
 /** The inverse of `at`, for timestamps read back from the database. */
 const secondsOf = (date: Date): number => (new Date(date).getTime() - at(0).getTime()) / 1000
@@ -34,22 +34,24 @@ for (const [backend, db] of TestDatabase.backends) {
     })
 
     /** A connector with one version per entry of `versions`, each a list of probes. */
-    const connector = (id: string, versions: ReadonlyArray<ReadonlyArray<object> | undefined>) =>
+    /** Connectors are named by a tag: their ids are the tag's fixture id. */
+    const connector = (tag: string, versions: ReadonlyArray<ReadonlyArray<object> | undefined>) =>
       Effect.gen(function* () {
         const repo = yield* ResourceRepo
         const connectors = yield* ConnectorRepo
+        const id = fixtureId("cxr", tag)
         yield* repo.insert("connectors", { id, ...envelope("root.px", id), state: "draft", version: 1, type: "http" })
         for (const [i, probes] of versions.entries()) {
           yield* connectors.insertVersion(id, probes === undefined ? { type: "http" } : { type: "http", probes }, at(i))
         }
       })
 
-    const connection = (id: string, connectorId: string, version: number, state = "configured", health = "healthy") =>
+    const connection = (id: string, connectorTag: string, version: number, state = "configured", health = "healthy") =>
       Effect.flatMap(ResourceRepo, (repo) =>
         repo.insert("connections", {
           id,
           ...envelope("root.px", id),
-          connectorId,
+          connectorId: fixtureId("cxr", connectorTag),
           connectorVersion: version,
           state,
           healthState: health,

@@ -1,5 +1,9 @@
-/** Row schemas of the resource tables (camelCase through the client's name transforms). */
+/**
+ * Row schemas of the resource tables (camelCase through the client's name transforms). Connector
+ * and connection ids are decoded to their branded types here, where rows enter the program.
+ */
 import { Permission } from "@svc/domain/Auth"
+import { ConnectionId, ConnectorId } from "@svc/domain/Ids"
 import { Schema } from "effect"
 
 const StringMap = Schema.Record(Schema.String, Schema.String)
@@ -30,7 +34,7 @@ export type ActorResourceRow = typeof ActorResourceRow.Type
 
 /** A row of `connectors`: `state`, `version` and `type` describe the current version. */
 export const ConnectorRow = Schema.Struct({
-  id: Schema.String,
+  id: ConnectorId,
   ...envelopeRowFields,
   state: Schema.Literals(["draft", "primary", "active", "archived"]),
   version: Schema.Number,
@@ -40,7 +44,7 @@ export type ConnectorRow = typeof ConnectorRow.Type
 
 /** A row of `connector_versions`; the definition is decoded by the caller. */
 export const ConnectorVersionRow = Schema.Struct({
-  connectorId: Schema.String,
+  connectorId: ConnectorId,
   version: Schema.Number,
   state: Schema.Literals(["draft", "primary", "active", "archived"]),
   definition: Schema.Unknown,
@@ -51,9 +55,9 @@ export type ConnectorVersionRow = typeof ConnectorVersionRow.Type
 
 /** A row of `connections`. */
 export const ConnectionRow = Schema.Struct({
-  id: Schema.String,
+  id: ConnectionId,
   ...envelopeRowFields,
-  connectorId: Schema.String,
+  connectorId: ConnectorId,
   connectorVersion: Schema.Number,
   state: Schema.Literals(["setup", "configured", "disabled", "disconnecting", "disconnected"]),
   healthState: Schema.Literals(["healthy", "unhealthy"]),

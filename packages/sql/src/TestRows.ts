@@ -1,4 +1,5 @@
 /** Fixtures of the repository tests: fixed timestamps and the envelope columns of a resource row. */
+import { type IdOf, type IdPrefix, idFromBytes } from "@svc/domain/Ids"
 import type { RequestEvent } from "@svc/domain/RequestEvent"
 import { jsonb } from "./ResourceRepo.ts"
 
@@ -18,6 +19,16 @@ export const fixtures = (ms = 0) => {
     updatedAt: createdAt
   })
   return { at, envelope }
+}
+
+/**
+ * A well-formed id of `prefix` named by `tag` (the tag's first 16 bytes, zero-padded), so row
+ * decoding accepts it; distinct tags of up to 16 bytes give distinct ids.
+ */
+export const fixtureId = <P extends IdPrefix>(prefix: P, tag: string): IdOf[P] => {
+  const bytes = new Uint8Array(16)
+  bytes.set(new TextEncoder().encode(tag).subarray(0, 16))
+  return idFromBytes(prefix, bytes)
 }
 
 /** The fixtures without a sub-second offset. */

@@ -11,6 +11,7 @@
  * removed it) and expire. Keys hold a SHA-256 of the value, never the value itself.
  */
 import { ServiceUnavailable } from "@svc/domain/Errors"
+import { ConnectionId } from "@svc/domain/Ids"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { createHash } from "node:crypto"
 import { CounterStore } from "../stores/CounterStore.ts"
@@ -21,7 +22,7 @@ export type FlowPurpose = typeof FlowPurpose.Type
 
 /** What a ticket names. */
 export const TicketRecord = Schema.Struct({
-  connectionId: Schema.String,
+  connectionId: ConnectionId,
   actorId: Schema.String,
   purpose: FlowPurpose,
   returnToUrl: Schema.optionalKey(Schema.String)

@@ -15,6 +15,7 @@ import { oauth2StepId } from "@svc/domain/ConnectionSetup"
 import type { OAuth2TokenSet, StoredCredentials } from "@svc/domain/ConnectorAuth"
 import type { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
 import { ServiceUnavailable } from "@svc/domain/Errors"
+import type { ConnectionId } from "@svc/domain/Ids"
 import { reauthKey } from "@svc/domain/Notification"
 import { ConnectionRepo } from "@svc/sql/ConnectionRepo"
 import type { ConnectionRow } from "@svc/sql/Rows"
@@ -119,7 +120,7 @@ export class ConnectionAuthorization extends Context.Service<
       const redirectUri = `${config.publicService.baseUrl}${callbackPath}`
       const ttlMs = config.oauth2.authorizationTimeoutMs
 
-      const loadConnection = (id: string) =>
+      const loadConnection = (id: ConnectionId) =>
         Effect.gen(function* () {
           const found = yield* ops.find(Kinds.connections, id)
           if (Option.isNone(found)) return undefined

@@ -9,6 +9,7 @@ import type { DisconnectResult, RevocationKind, RevocationOutcome } from "@svc/d
 import type { StoredCredentials } from "@svc/domain/ConnectorAuth"
 import type { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
 import type { AuthenticatedActor } from "@svc/domain/http/Security"
+import type { ConnectionId } from "@svc/domain/Ids"
 import { ConnectionRepo } from "@svc/sql/ConnectionRepo"
 import { Clock, Context, Effect, Layer } from "effect"
 import { SvcConfig } from "../config/SvcConfig.ts"
@@ -28,7 +29,9 @@ import { redactConfiguration } from "../resources/SetupConfiguration.ts"
 /** Disconnects connections. */
 export class ConnectionDisconnect extends Context.Service<
   ConnectionDisconnect,
-  { readonly disconnect: (actor: AuthenticatedActor, id: string) => Effect.Effect<DisconnectResult, ResourceError> }
+  {
+    readonly disconnect: (actor: AuthenticatedActor, id: ConnectionId) => Effect.Effect<DisconnectResult, ResourceError>
+  }
 >()("@svc/server/ConnectionDisconnect") {
   static readonly layer: Layer.Layer<
     ConnectionDisconnect,
@@ -69,7 +72,7 @@ export class ConnectionDisconnect extends Context.Service<
               )
 
       const revokeAll = (
-        connectionId: string,
+        connectionId: ConnectionId,
         definition: ConnectorDefinition,
         stored: StoredCredentials | undefined
       ) =>
@@ -106,7 +109,7 @@ export class ConnectionDisconnect extends Context.Service<
 
       const disconnect = Effect.fn("ConnectionDisconnect.disconnect")(function* (
         actor: AuthenticatedActor,
-        id: string
+        id: ConnectionId
       ) {
         const row = yield* ops.load(actor, Kinds.connections, id, "disconnect")
         const definition = yield* definitions.get(row.connectorId, row.connectorVersion)

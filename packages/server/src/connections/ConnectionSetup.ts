@@ -19,7 +19,7 @@ import {
 import type { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
 import { BadRequest, Conflict, NotFound, type ServiceUnavailable } from "@svc/domain/Errors"
 import type { AuthenticatedActor } from "@svc/domain/http/Security"
-import { makeId } from "@svc/domain/Ids"
+import { type ConnectionId, makeId } from "@svc/domain/Ids"
 import { setupKey } from "@svc/domain/Notification"
 import { namespaceFilterMatches } from "@svc/domain/Resource"
 import { ConnectionRepo } from "@svc/sql/ConnectionRepo"
@@ -60,15 +60,15 @@ export class ConnectionSetup extends Context.Service<
   ConnectionSetup,
   {
     readonly initiate: (actor: AuthenticatedActor, body: InitiateConnection) => Effect.Effect<SetupProgress, SetupError>
-    readonly progress: (actor: AuthenticatedActor, id: string) => Effect.Effect<SetupProgress, SetupError>
+    readonly progress: (actor: AuthenticatedActor, id: ConnectionId) => Effect.Effect<SetupProgress, SetupError>
     readonly submit: (
       actor: AuthenticatedActor,
-      id: string,
+      id: ConnectionId,
       body: SubmitSetupStep
     ) => Effect.Effect<SetupProgress, SetupError>
     readonly reauthorize: (
       actor: AuthenticatedActor,
-      id: string,
+      id: ConnectionId,
       returnToUrl: string | undefined
     ) => Effect.Effect<SetupProgress, SetupError>
     /**
@@ -118,7 +118,7 @@ export class ConnectionSetup extends Context.Service<
           (configuration): Connection => Present.connection(row, redactConfiguration(definition, configuration))
         )
 
-      const reload = (id: string) =>
+      const reload = (id: ConnectionId) =>
         Effect.flatMap(ops.find(Kinds.connections, id), (found) =>
           Option.isSome(found)
             ? Effect.succeed(found.value)
@@ -297,7 +297,7 @@ export class ConnectionSetup extends Context.Service<
         return yield* progressOf(row, definition, actor)
       })
 
-      const loadInSetup = (actor: AuthenticatedActor, id: string, verb: string) =>
+      const loadInSetup = (actor: AuthenticatedActor, id: ConnectionId, verb: string) =>
         Effect.gen(function* () {
           const row = yield* ops.load(actor, Kinds.connections, id, verb)
           const definition = yield* definitions.get(row.connectorId, row.connectorVersion)
@@ -306,7 +306,7 @@ export class ConnectionSetup extends Context.Service<
 
       const submit = Effect.fn("ConnectionSetup.submit")(function* (
         actor: AuthenticatedActor,
-        id: string,
+        id: ConnectionId,
         body: SubmitSetupStep
       ) {
         const { row, definition } = yield* loadInSetup(actor, id, "update")
@@ -347,7 +347,7 @@ export class ConnectionSetup extends Context.Service<
 
       const reauthorize = Effect.fn("ConnectionSetup.reauthorize")(function* (
         actor: AuthenticatedActor,
-        id: string,
+        id: ConnectionId,
         returnToUrl: string | undefined
       ) {
         const { row, definition } = yield* loadInSetup(actor, id, "update")

@@ -10,7 +10,7 @@ import type { Connection, CreateConnection, UpdateConnection } from "@svc/domain
 import type { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
 import { BadRequest, Conflict, NotFound } from "@svc/domain/Errors"
 import type { AuthenticatedActor } from "@svc/domain/http/Security"
-import { makeId } from "@svc/domain/Ids"
+import { type ConnectionId, makeId } from "@svc/domain/Ids"
 import { namespaceFilterMatches } from "@svc/domain/Resource"
 import type { ConnectionRow } from "@svc/sql/Rows"
 import { Context, Effect, Layer, Option } from "effect"
@@ -34,16 +34,16 @@ export class Connections extends Context.Service<
   {
     readonly create: (actor: AuthenticatedActor, body: CreateConnection) => Effect.Effect<Connection, ConnectionError>
     readonly list: (actor: AuthenticatedActor, query: ListRequest) => Effect.Effect<ListPage<Connection>, BadRequest>
-    readonly get: (actor: AuthenticatedActor, id: string) => Effect.Effect<Connection, ResourceError>
+    readonly get: (actor: AuthenticatedActor, id: ConnectionId) => Effect.Effect<Connection, ResourceError>
     readonly update: (
       actor: AuthenticatedActor,
-      id: string,
+      id: ConnectionId,
       body: UpdateConnection
     ) => Effect.Effect<Connection, ResourceError>
     /** Replaces the credentials; the id, configuration and state stay. */
     readonly replaceCredentials: (
       actor: AuthenticatedActor,
-      id: string,
+      id: ConnectionId,
       credentials: unknown
     ) => Effect.Effect<Connection, ConnectionError>
   }
@@ -120,7 +120,7 @@ export class Connections extends Context.Service<
 
       const replaceCredentials = Effect.fn("Connections.replaceCredentials")(function* (
         actor: AuthenticatedActor,
-        id: string,
+        id: ConnectionId,
         input: unknown
       ) {
         const current = yield* ops.load(actor, Kinds.connections, id, "update")

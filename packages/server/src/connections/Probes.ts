@@ -9,6 +9,7 @@ import { fillPlaceholders, placeholderKeys, probeStatusOk } from "@svc/domain/Co
 import { parseDuration } from "@svc/domain/Duration"
 import { NotFound } from "@svc/domain/Errors"
 import type { AuthenticatedActor } from "@svc/domain/http/Security"
+import type { ConnectionId } from "@svc/domain/Ids"
 import type { ConnectionRow } from "@svc/sql/Rows"
 import { Clock, Context, DateTime, Effect, Layer } from "effect"
 import { SvcConfig } from "../config/SvcConfig.ts"
@@ -63,7 +64,7 @@ export class Probes extends Context.Service<
       actor: AuthenticatedActor,
       connectorId: string,
       probeId: string,
-      connectionId: string
+      connectionId: ConnectionId
     ) => Effect.Effect<ProbeResult, ResourceError>
     /** Runs one probe of a loaded connection (the background monitor's entry point). */
     readonly run: (
@@ -131,7 +132,7 @@ export class Probes extends Context.Service<
         actor: AuthenticatedActor,
         connectorId: string,
         probeId: string,
-        connectionId: string
+        connectionId: ConnectionId
       ) {
         const row = yield* ops.load(actor, Kinds.connections, connectionId, "proxy")
         if (row.connectorId !== connectorId) {

@@ -7,6 +7,7 @@
  */
 import { assert, layer } from "@effect/vitest"
 import type { StoredCredentials } from "@svc/domain/ConnectorAuth"
+import type { ConnectionId } from "@svc/domain/Ids"
 import { ConnectionRepo } from "@svc/sql/ConnectionRepo"
 import { ConnectorRepo } from "@svc/sql/ConnectorRepo"
 import { DataKeyRepo } from "@svc/sql/DataKeyRepo"
@@ -14,7 +15,7 @@ import * as Migrations from "@svc/sql/Migrations"
 import { NotificationRepo } from "@svc/sql/NotificationRepo"
 import { ResourceRepo } from "@svc/sql/ResourceRepo"
 import * as TestDatabase from "@svc/sql/TestDatabase"
-import { at, envelope } from "@svc/sql/TestRows"
+import { at, envelope, fixtureId } from "@svc/sql/TestRows"
 import { Clock, Context, Effect, Layer, Option, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import * as fs from "node:fs/promises"
@@ -38,6 +39,8 @@ import { failureKey } from "./RefreshLease.ts"
 import * as RefreshSweep from "./RefreshSweep.ts"
 import { TokenRefresher } from "./TokenRefresher.ts"
 import { dueAt } from "./UsableCredentials.ts"
+
+const cxn = (tag: string) => fixtureId("cxn", tag)
 
 const clientSecret = "refresher-client-s3cret"
 const defaultLifetimeMs = 45 * 60_000
@@ -114,10 +117,11 @@ const clientCredentials = (server: LocalServer) => ({
 })
 
 /** A configured connection `id` of a fresh connector with `auth`, holding `credentials`. */
-const connection = (id: string, server: LocalServer, auth: unknown, credentials: StoredCredentials) =>
+const connection = (id: ConnectionId, server: LocalServer, auth: unknown, credentials: StoredCredentials) =>
   Effect.gen(function* () {
     const repo = yield* ResourceRepo
-    const connectorId = `cxr_${id}`
+    // Each connection has its own connector, named after it.
+    const connectorId = fixtureId("cxr", id)
     yield* repo.insert("connectors", {
       id: connectorId,
       ...envelope("root", connectorId),
@@ -149,14 +153,14 @@ const connection = (id: string, server: LocalServer, auth: unknown, credentials:
   })
 
 /** The connection's row and definition as the proxy loads them. */
-const loaded = (id: string) =>
+const loaded = (id: ConnectionId) =>
   Effect.gen(function* () {
     const row = Option.getOrThrow(yield* Effect.flatMap(ResourceOps, (ops) => ops.find(Kinds.connections, id)))
     const definition = yield* Effect.flatMap(ConnectorDefinitions, (d) => d.get(row.connectorId, row.connectorVersion))
     return { row, definition }
   })
 
-const storedCredentials = (id: string) =>
+const storedCredentials = (id: ConnectionId) =>
   Effect.gen(function* () {
     const { row } = yield* loaded(id)
     return yield* Effect.flatMap(ConnectionSecrets, (secrets) => secrets.credentials(row))
@@ -208,7 +212,7 @@ layer(Test, { timeout: "60 seconds", excludeTestServices: true })(
     it.effect("20 concurrent requests on an expired token make one token request and share the new token", () =>
       Effect.gen(function* () {
         const server = yield* tokenEndpoint(granted("at-new-1", { refresh_token: "rt-new-1" }))
-        const { row, definition } = yield* connection("cxn_flight", server, authCode(server), expiredAuthCode("1"))
+        const { row, definition } = yield* connection(cxn("flight"), server, authCode(server), expiredAuthCode("1"))
         const refresher = yield* TokenRefresher
         const results = yield* concurrently(20, refresher.usable(row, definition))
         assert.strictEqual(tokenRequests(server), 1)
@@ -216,9 +220,9 @@ layer(Test, { timeout: "60 seconds", excludeTestServices: true })(
           results.map((c) => (c?.kind === "oauth2_authorization_code" ? c.token.access_token : c?.kind)),
           Array.from({ length: 20 }, () => "at-new-1")
         )
-        const stored = yield* storedCredentials("cxn_flight")
+        const stored = yield* storedCredentials(cxn("flight"))
         assert.strictEqual(stored?.kind === "oauth2_authorization_code" ? stored.token.refresh_token : "", "rt-new-1")
-        const state = yield* stateOf("cxn_flight")
+        const state = yield* stateOf(cxn("flight"))
         assert.strictEqual(state.dueAt?.getTime(), dueAt(definition, stored, defaultLifetimeMs)?.getTime())
         assert.isAbove(state.dueAt?.getTime() ?? 0, Date.now())
       })
@@ -227,7 +231,7 @@ layer(Test, { timeout: "60 seconds", excludeTestServices: true })(
     it.effect("two processes with 10 concurrent requests each make one token request", () =>
       Effect.gen(function* () {
         const server = yield* tokenEndpoint(granted("at-new-2"))
-        const { row, definition } = yield* connection("cxn_two", server, authCode(server), expiredAuthCode("2"))
+        const { row, definition } = yield* connection(cxn("two"), server, authCode(server), expiredAuthCode("2"))
         const first = yield* TokenRefresher
         const second = Context.get(yield* Layer.build(processLayer), TokenRefresher)
         assert.notStrictEqual(first, second)
@@ -253,9 +257,9 @@ layer(Test, { timeout: "60 seconds", excludeTestServices: true })(
             status: 200,
             body: { access_token: "at-new-3", token_type: "bearer" }
           }))
-          const { row, definition } = yield* connection("cxn_keep", server, authCode(server), expiredAuthCode("3"))
+          const { row, definition } = yield* connection(cxn("keep"), server, authCode(server), expiredAuthCode("3"))
           yield* Effect.flatMap(TokenRefresher, (r) => r.usable(row, definition))
-          const stored = yield* storedCredentials("cxn_keep")
+          const stored = yield* storedCredentials(cxn("keep"))
           assert.strictEqual(stored?.kind, "oauth2_authorization_code")
           if (stored?.kind !== "oauth2_authorization_code") return
           assert.strictEqual(stored.token.access_token, "at-new-3")
@@ -263,9 +267,9 @@ layer(Test, { timeout: "60 seconds", excludeTestServices: true })(
           assert.isUndefined(stored.token.expires_at)
           const obtained = stored.token.obtained_at ?? 0
           assert.isAbove(obtained, 0)
-          assert.strictEqual((yield* stateOf("cxn_keep")).dueAt?.getTime(), obtained + defaultLifetimeMs)
+          assert.strictEqual((yield* stateOf(cxn("keep"))).dueAt?.getTime(), obtained + defaultLifetimeMs)
           // Not due again at once: the next use makes no token request.
-          const again = yield* loaded("cxn_keep")
+          const again = yield* loaded(cxn("keep"))
           yield* Effect.flatMap(TokenRefresher, (r) => r.usable(again.row, again.definition))
           assert.strictEqual(tokenRequests(server), 1)
         })
@@ -278,19 +282,19 @@ layer(Test, { timeout: "60 seconds", excludeTestServices: true })(
           body: { error: "invalid_grant", error_description: "revoked" }
         })
         const server = yield* tokenEndpoint(() => answer())
-        const { row, definition } = yield* connection("cxn_revoked", server, authCode(server), expiredAuthCode("4"))
+        const { row, definition } = yield* connection(cxn("revoked"), server, authCode(server), expiredAuthCode("4"))
         const refresher = yield* TokenRefresher
         const counters = yield* CounterStore
-        const used = yield* storedCredentials("cxn_revoked")
+        const used = yield* storedCredentials(cxn("revoked"))
 
         assert.isUndefined(yield* refresher.afterUnauthorized(row, definition, used))
         // The failure is remembered: a burst of 401s does not reach the provider again.
         assert.isUndefined(yield* refresher.afterUnauthorized(row, definition, used))
         assert.strictEqual(tokenRequests(server), 1)
-        yield* counters.delete(failureKey("cxn_revoked"))
+        yield* counters.delete(failureKey(cxn("revoked")))
         assert.isUndefined(yield* refresher.afterUnauthorized(row, definition, used))
         assert.strictEqual(tokenRequests(server), 2)
-        const failedState = yield* stateOf("cxn_revoked")
+        const failedState = yield* stateOf(cxn("revoked"))
         assert.deepStrictEqual([failedState.health, failedState.notices], ["unhealthy", [{ reason: "invalid_grant" }]])
         assert.isNull(failedState.dueAt)
         // A request still gets the old credentials (the upstream decides).
@@ -298,10 +302,10 @@ layer(Test, { timeout: "60 seconds", excludeTestServices: true })(
         assert.strictEqual(usable?.kind === "oauth2_authorization_code" && usable.token.access_token, "at-old-4")
 
         answer = granted("at-new-4")
-        yield* counters.delete(failureKey("cxn_revoked"))
+        yield* counters.delete(failureKey(cxn("revoked")))
         const renewed = yield* refresher.afterUnauthorized(row, definition, used)
         assert.strictEqual(renewed?.kind === "oauth2_authorization_code" && renewed.token.access_token, "at-new-4")
-        const healed = yield* stateOf("cxn_revoked")
+        const healed = yield* stateOf(cxn("revoked"))
         assert.deepStrictEqual([healed.health, healed.notices], ["healthy", []])
       })
     )
@@ -322,17 +326,17 @@ layer(Test, { timeout: "60 seconds", excludeTestServices: true })(
               obtained_at: now - 3_540_000
             }
           }
-          const valid = yield* connection("cxn_flaky", server, authCode(server), soon)
+          const valid = yield* connection(cxn("flaky"), server, authCode(server), soon)
           const refresher = yield* TokenRefresher
           const kept = yield* refresher.usable(valid.row, valid.definition)
           assert.strictEqual(kept?.kind === "oauth2_authorization_code" && kept.token.access_token, "at-soon")
-          const state = yield* stateOf("cxn_flaky")
+          const state = yield* stateOf(cxn("flaky"))
           assert.deepStrictEqual([state.health, state.notices], ["healthy", []])
           assert.isAtLeast(state.dueAt?.getTime() ?? 0, now + 30_000)
 
-          const expired = yield* connection("cxn_flaky_expired", server, authCode(server), expiredAuthCode("5"))
+          const expired = yield* connection(cxn("flaky_expired"), server, authCode(server), expiredAuthCode("5"))
           yield* refresher.usable(expired.row, expired.definition)
-          const expiredState = yield* stateOf("cxn_flaky_expired")
+          const expiredState = yield* stateOf(cxn("flaky_expired"))
           assert.deepStrictEqual([expiredState.health, expiredState.notices], ["unhealthy", []])
           assert.strictEqual(tokenRequests(server), 2)
         })
@@ -341,8 +345,8 @@ layer(Test, { timeout: "60 seconds", excludeTestServices: true })(
     it.effect("after a 401: a token someone already refreshed is used without a token request", () =>
       Effect.gen(function* () {
         const server = yield* tokenEndpoint(granted("at-unused"))
-        const { row, definition } = yield* connection("cxn_raced", server, authCode(server), expiredAuthCode("6"))
-        const used = yield* storedCredentials("cxn_raced")
+        const { row, definition } = yield* connection(cxn("raced"), server, authCode(server), expiredAuthCode("6"))
+        const used = yield* storedCredentials(cxn("raced"))
         const secrets = yield* ConnectionSecrets
         const newer: StoredCredentials = {
           kind: "oauth2_authorization_code",
@@ -372,7 +376,7 @@ layer(Test, { timeout: "60 seconds", excludeTestServices: true })(
       Effect.gen(function* () {
         const server = yield* tokenEndpoint(granted("at-unused"))
         const { row, definition } = yield* connection(
-          "cxn_norefresh",
+          cxn("norefresh"),
           server,
           authCode(server),
           expiredAuthCode("7", false)
@@ -383,7 +387,7 @@ layer(Test, { timeout: "60 seconds", excludeTestServices: true })(
         assert.strictEqual(usable?.kind === "oauth2_authorization_code" && usable.token.access_token, "at-old-7")
         assert.isUndefined(yield* refresher.afterUnauthorized(row, definition, usable))
         assert.strictEqual(tokenRequests(server), 0)
-        const state = yield* stateOf("cxn_norefresh")
+        const state = yield* stateOf(cxn("norefresh"))
         assert.deepStrictEqual([state.health, state.notices], ["unhealthy", [{ reason: "no_refresh_token" }]])
       })
     )
@@ -403,7 +407,7 @@ layer(Test, { timeout: "60 seconds", excludeTestServices: true })(
             obtained_at: now - 3_570_000
           }
         }
-        const { row, definition } = yield* connection("cxn_cc", server, clientCredentials(server), credentials)
+        const { row, definition } = yield* connection(cxn("cc"), server, clientCredentials(server), credentials)
         const results = yield* concurrently(
           20,
           Effect.flatMap(TokenRefresher, (r) => r.usable(row, definition))
@@ -413,7 +417,7 @@ layer(Test, { timeout: "60 seconds", excludeTestServices: true })(
         assert.isTrue(
           results.every((c) => c?.kind === "oauth2_client_credentials" && c.token.access_token === "cc-new")
         )
-        const stored = yield* storedCredentials("cxn_cc")
+        const stored = yield* storedCredentials(cxn("cc"))
         assert.deepStrictEqual(
           stored?.kind === "oauth2_client_credentials" ? [stored.client_id, stored.client_secret] : [],
           ["svc-client", "cc-s3cret"]
@@ -424,8 +428,8 @@ layer(Test, { timeout: "60 seconds", excludeTestServices: true })(
     it.effect("a sweep pass refreshes the connections that are due and skips the others", () =>
       Effect.gen(function* () {
         const server = yield* tokenEndpoint(granted("at-swept"))
-        const due = yield* connection("cxn_sweep_due", server, authCode(server), expiredAuthCode("8"))
-        const later = yield* connection("cxn_sweep_later", server, authCode(server), expiredAuthCode("9"))
+        const due = yield* connection(cxn("sweep_due"), server, authCode(server), expiredAuthCode("8"))
+        const later = yield* connection(cxn("sweep_later"), server, authCode(server), expiredAuthCode("9"))
         const repo = yield* ConnectionRepo
         const now = yield* Clock.currentTimeMillis
         const dueTimes: ReadonlyArray<readonly [typeof due, Date]> = [
@@ -439,9 +443,9 @@ layer(Test, { timeout: "60 seconds", excludeTestServices: true })(
         const counts = yield* RefreshSweep.pass
         assert.isAtLeast(counts.refreshed, 1)
         assert.strictEqual(tokenRequests(server), 1)
-        const swept = yield* storedCredentials("cxn_sweep_due")
+        const swept = yield* storedCredentials(cxn("sweep_due"))
         assert.strictEqual(swept?.kind === "oauth2_authorization_code" && swept.token.access_token, "at-swept")
-        const untouched = yield* storedCredentials("cxn_sweep_later")
+        const untouched = yield* storedCredentials(cxn("sweep_later"))
         assert.strictEqual(untouched?.kind === "oauth2_authorization_code" && untouched.token.access_token, "at-old-9")
       })
     )

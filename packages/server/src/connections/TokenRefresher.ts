@@ -8,6 +8,7 @@
  * with one reauth notice, transient ones back the sweep off. No token value leaves this module.
  */
 import type { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
+import type { ConnectionId } from "@svc/domain/Ids"
 import { reauthKey, reauthNotice } from "@svc/domain/Notification"
 import type { StoredCredentials } from "@svc/domain/ConnectorAuth"
 import { ConnectionRepo } from "@svc/sql/ConnectionRepo"
@@ -52,7 +53,7 @@ export type RefreshNowResult = "refreshed" | "failed" | "skipped"
 
 /** What a flight replaces: the access token `stale` of connection `id`. */
 interface Target {
-  readonly id: string
+  readonly id: ConnectionId
   readonly namespace: string
   readonly definition: ConnectorDefinition
   readonly stale: string
@@ -99,7 +100,7 @@ export class TokenRefresher extends Context.Service<
      * sweep interval from now (any time with `force`).
      */
     readonly refreshNow: (
-      id: string,
+      id: ConnectionId,
       options?: { readonly force?: boolean | undefined }
     ) => Effect.Effect<RefreshNowResult>
   }
@@ -350,7 +351,7 @@ export class TokenRefresher extends Context.Service<
       })
 
       const refreshNow = Effect.fn("TokenRefresher.refreshNow")(function* (
-        id: string,
+        id: ConnectionId,
         options?: { readonly force?: boolean | undefined }
       ) {
         const found = yield* ops.find(Kinds.connections, id)

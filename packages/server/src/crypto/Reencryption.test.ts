@@ -9,7 +9,7 @@ import { SqlClient } from "effect/sql"
 import * as Envelope from "./Envelope.ts"
 import { Encryption } from "./Encryption.ts"
 import { Reencryption } from "./Reencryption.ts"
-import { at, envelope } from "@svc/sql/TestRows"
+import { at, envelope, fixtureId } from "@svc/sql/TestRows"
 
 const createdAt = at(0)
 
@@ -46,16 +46,19 @@ const version = (ciphertext: string | null) => {
 }
 
 layer(Test, { timeout: "60 seconds" })("Reencryption (PGlite)", (it) => {
+  const connectorId = fixtureId("cxr", "r")
   const setup = Effect.gen(function* () {
     const repo = yield* ResourceRepo
     yield* repo.insert("connectors", {
-      id: "cxr_r",
-      ...envelope("root", "cxr_r"),
+      id: connectorId,
+      ...envelope("root", connectorId),
       state: "draft",
       version: 1,
       type: "x"
     })
-    yield* Effect.flatMap(ConnectorRepo, (connectors) => connectors.insertVersion("cxr_r", { type: "x" }, createdAt))
+    yield* Effect.flatMap(ConnectorRepo, (connectors) =>
+      connectors.insertVersion(connectorId, { type: "x" }, createdAt)
+    )
   })
 
   /** A connection with its secrets sealed now (or a legacy plaintext configuration). */
@@ -72,7 +75,7 @@ layer(Test, { timeout: "60 seconds" })("Reencryption (PGlite)", (it) => {
       yield* repo.insert("connections", {
         id,
         ...envelope(namespace, id),
-        connectorId: "cxr_r",
+        connectorId,
         connectorVersion: 1,
         state: "configured",
         healthState: "healthy",

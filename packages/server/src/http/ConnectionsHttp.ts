@@ -6,6 +6,7 @@ import { HttpApiBuilder } from "effect/http-api"
 import { ConnectionDisconnect } from "../connections/ConnectionDisconnect.ts"
 import { Connections } from "../connections/Connections.ts"
 import { ConnectionSetup } from "../connections/ConnectionSetup.ts"
+import { withConnection } from "./ResourceIds.ts"
 import { withActor } from "./WithActor.ts"
 
 const handlers = (h: HttpApiBuilder.Handlers.FromGroup<typeof ConnectionsApi>) =>
@@ -15,18 +16,20 @@ const handlers = (h: HttpApiBuilder.Handlers.FromGroup<typeof ConnectionsApi>) =
       .handle("list", ({ query }) =>
         withActor((a) => svc.list(a, { ...query, equals: { state: query.state, connectorId: query.connectorId } }))
       )
-      .handle("get", ({ params }) => withActor((a) => svc.get(a, params.id)))
-      .handle("update", ({ params, payload }) => withActor((a) => svc.update(a, params.id, payload)))
+      .handle("get", ({ params }) => withConnection(params.id, (a, id) => svc.get(a, id)))
+      .handle("update", ({ params, payload }) => withConnection(params.id, (a, id) => svc.update(a, id, payload)))
       .handle("replaceCredentials", ({ params, payload }) =>
-        withActor((a) => svc.replaceCredentials(a, params.id, payload.credentials))
+        withConnection(params.id, (a, id) => svc.replaceCredentials(a, id, payload.credentials))
       )
       .handle("initiate", ({ payload }) => withActor((a) => setup.initiate(a, payload)))
-      .handle("setupProgress", ({ params }) => withActor((a) => setup.progress(a, params.id)))
-      .handle("submitSetupStep", ({ params, payload }) => withActor((a) => setup.submit(a, params.id, payload)))
-      .handle("reauthorize", ({ params, payload }) =>
-        withActor((a) => setup.reauthorize(a, params.id, payload.returnToUrl))
+      .handle("setupProgress", ({ params }) => withConnection(params.id, (a, id) => setup.progress(a, id)))
+      .handle("submitSetupStep", ({ params, payload }) =>
+        withConnection(params.id, (a, id) => setup.submit(a, id, payload))
       )
-      .handle("disconnect", ({ params }) => withActor((a) => disconnects.disconnect(a, params.id)))
+      .handle("reauthorize", ({ params, payload }) =>
+        withConnection(params.id, (a, id) => setup.reauthorize(a, id, payload.returnToUrl))
+      )
+      .handle("disconnect", ({ params }) => withConnection(params.id, (a, id) => disconnects.disconnect(a, id)))
   )
 
 export const ApiConnectionsHttp = HttpApiBuilder.group(ApiV1, "connections", handlers)

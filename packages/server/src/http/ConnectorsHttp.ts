@@ -4,6 +4,7 @@ import type { ConnectorsApi } from "@svc/domain/http/ConnectorsApi"
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Connectors } from "../resources/Connectors.ts"
+import { withConnector } from "./ResourceIds.ts"
 import { withActor } from "./WithActor.ts"
 
 const handlers = (h: HttpApiBuilder.Handlers.FromGroup<typeof ConnectorsApi>) =>
@@ -13,15 +14,15 @@ const handlers = (h: HttpApiBuilder.Handlers.FromGroup<typeof ConnectorsApi>) =>
       .handle("list", ({ query }) =>
         withActor((a) => svc.list(a, { ...query, equals: { state: query.state, type: query.type } }))
       )
-      .handle("get", ({ params }) => withActor((a) => svc.get(a, params.id)))
-      .handle("update", ({ params, payload }) => withActor((a) => svc.update(a, params.id, payload)))
+      .handle("get", ({ params }) => withConnector(params.id, (a, id) => svc.get(a, id)))
+      .handle("update", ({ params, payload }) => withConnector(params.id, (a, id) => svc.update(a, id, payload)))
       .handle("createVersion", ({ params, payload }) =>
-        withActor((a) => svc.createVersion(a, params.id, payload.definition))
+        withConnector(params.id, (a, id) => svc.createVersion(a, id, payload.definition))
       )
-      .handle("listVersions", ({ params }) => withActor((a) => svc.versions(a, params.id)))
-      .handle("getVersion", ({ params }) => withActor((a) => svc.version(a, params.id, params.version)))
+      .handle("listVersions", ({ params }) => withConnector(params.id, (a, id) => svc.versions(a, id)))
+      .handle("getVersion", ({ params }) => withConnector(params.id, (a, id) => svc.version(a, id, params.version)))
       .handle("setVersionState", ({ params, payload }) =>
-        withActor((a) => svc.setVersionState(a, params.id, params.version, payload.state))
+        withConnector(params.id, (a, id) => svc.setVersionState(a, id, params.version, payload.state))
       )
   )
 

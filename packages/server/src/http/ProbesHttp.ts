@@ -4,12 +4,12 @@ import type { ProbesApi } from "@svc/domain/http/ProbesApi"
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Probes } from "../connections/Probes.ts"
-import { withActor } from "./WithActor.ts"
+import { withConnection } from "./ResourceIds.ts"
 
 const probes = (h: HttpApiBuilder.Handlers.FromGroup<typeof ProbesApi>) =>
   Effect.map(Probes, (svc) =>
     h.handle("run", ({ params, query }) =>
-      withActor((a) => svc.runFor(a, params.connector, params.probe, query.connectionId))
+      withConnection(query.connectionId, (a, id) => svc.runFor(a, params.connector, params.probe, id))
     )
   )
 

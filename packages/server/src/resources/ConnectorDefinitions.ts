@@ -4,6 +4,7 @@
  */
 import { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
 import { Conflict } from "@svc/domain/Errors"
+import type { ConnectorId } from "@svc/domain/Ids"
 import { ConnectorRepo } from "@svc/sql/ConnectorRepo"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 
@@ -15,10 +16,10 @@ export class ConnectorDefinitions extends Context.Service<
   ConnectorDefinitions,
   {
     /** The definition of one version; a missing version or undecodable document is a defect. */
-    readonly get: (connectorId: string, version: number) => Effect.Effect<ConnectorDefinition>
+    readonly get: (connectorId: ConnectorId, version: number) => Effect.Effect<ConnectorDefinition>
     /** The primary version and its definition: the one new connections land on (spec 3.2); 409 when none. */
     readonly primary: (
-      connectorId: string
+      connectorId: ConnectorId
     ) => Effect.Effect<{ readonly version: number; readonly definition: ConnectorDefinition }, Conflict>
   }
 >()("@svc/server/ConnectorDefinitions") {
@@ -27,7 +28,7 @@ export class ConnectorDefinitions extends Context.Service<
     Effect.gen(function* () {
       const repo = yield* ConnectorRepo
       const cache = new Map<string, ConnectorDefinition>()
-      const get = Effect.fnUntraced(function* (connectorId: string, version: number) {
+      const get = Effect.fnUntraced(function* (connectorId: ConnectorId, version: number) {
         const key = `${connectorId}\u0000${version}`
         const hit = cache.get(key)
         if (hit !== undefined) return hit
@@ -39,7 +40,7 @@ export class ConnectorDefinitions extends Context.Service<
         cache.set(key, definition)
         return definition
       })
-      const primary = Effect.fnUntraced(function* (connectorId: string) {
+      const primary = Effect.fnUntraced(function* (connectorId: ConnectorId) {
         const versions = yield* Effect.orDie(repo.versions(connectorId))
         const found = versions.find((version) => version.state === "primary")
         if (found === undefined) {

@@ -12,7 +12,7 @@ import type {
 } from "@svc/domain/Connector"
 import { type BadRequest, Conflict, NotFound } from "@svc/domain/Errors"
 import type { AuthenticatedActor } from "@svc/domain/http/Security"
-import { makeId } from "@svc/domain/Ids"
+import { type ConnectorId, makeId } from "@svc/domain/Ids"
 import { ConnectorRepo } from "@svc/sql/ConnectorRepo"
 import { ResourceRepo } from "@svc/sql/ResourceRepo"
 import { Context, DateTime, Effect, Layer, Option } from "effect"
@@ -34,29 +34,29 @@ export class Connectors extends Context.Service<
   {
     readonly create: (actor: AuthenticatedActor, body: CreateConnector) => Effect.Effect<Connector, ResourceError>
     readonly list: (actor: AuthenticatedActor, query: ListRequest) => Effect.Effect<ListPage<Connector>, BadRequest>
-    readonly get: (actor: AuthenticatedActor, id: string) => Effect.Effect<Connector, ResourceError>
+    readonly get: (actor: AuthenticatedActor, id: ConnectorId) => Effect.Effect<Connector, ResourceError>
     readonly update: (
       actor: AuthenticatedActor,
-      id: string,
+      id: ConnectorId,
       body: UpdateConnector
     ) => Effect.Effect<Connector, ResourceError>
     readonly createVersion: (
       actor: AuthenticatedActor,
-      id: string,
+      id: ConnectorId,
       definition: DefinitionDocument
     ) => Effect.Effect<ConnectorVersion, ResourceError>
     readonly versions: (
       actor: AuthenticatedActor,
-      id: string
+      id: ConnectorId
     ) => Effect.Effect<{ items: ReadonlyArray<ConnectorVersion> }, ResourceError>
     readonly version: (
       actor: AuthenticatedActor,
-      id: string,
+      id: ConnectorId,
       version: number
     ) => Effect.Effect<ConnectorVersion, ResourceError>
     readonly setVersionState: (
       actor: AuthenticatedActor,
-      id: string,
+      id: ConnectorId,
       version: number,
       state: SetVersionState["state"]
     ) => Effect.Effect<ConnectorVersion, ResourceError>
@@ -93,15 +93,15 @@ export class Connectors extends Context.Service<
       })
 
       // The current version's type is the connector's `svc/cxr/type` label: re-materialise it.
-      const relabel = (actor: AuthenticatedActor, id: string) =>
+      const relabel = (actor: AuthenticatedActor, id: ConnectorId) =>
         Effect.asVoid(ops.update(actor, Kinds.connectors, id, {}))
 
-      const missingVersion = (id: string, version: number) =>
+      const missingVersion = (id: ConnectorId, version: number) =>
         new NotFound({ error: `connector ${id} has no version ${version}`, code: "not_found" })
 
       const createVersion = Effect.fn("Connectors.createVersion")(function* (
         actor: AuthenticatedActor,
-        id: string,
+        id: ConnectorId,
         document: DefinitionDocument
       ) {
         yield* ops.load(actor, Kinds.connectors, id, "update")
@@ -122,7 +122,7 @@ export class Connectors extends Context.Service<
 
       const setVersionState = Effect.fn("Connectors.setVersionState")(function* (
         actor: AuthenticatedActor,
-        id: string,
+        id: ConnectorId,
         version: number,
         state: SetVersionState["state"]
       ) {

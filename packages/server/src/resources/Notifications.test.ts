@@ -11,7 +11,7 @@ import { Effect, Layer } from "effect"
 import { TestClock } from "effect/testing"
 import { Notifications } from "./Notifications.ts"
 import { ResourceOps } from "./ResourceOps.ts"
-import { at, envelope } from "@svc/sql/TestRows"
+import { at, envelope, fixtureId } from "@svc/sql/TestRows"
 
 const createdAt = at(0)
 
@@ -61,7 +61,7 @@ layer(Test, { timeout: "60 seconds" })("Notifications (PGlite)", (it) => {
   const setup = (namespace: string, ids: ReadonlyArray<string>, actors: ReadonlyArray<AuthenticatedActor> = []) =>
     Effect.gen(function* () {
       const repo = yield* ResourceRepo
-      const connectorId = `cxr_${ids[0]}`
+      const connectorId = fixtureId("cxr", ids[0] ?? "")
       yield* repo.insert("connectors", {
         id: connectorId,
         ...envelope(namespace, connectorId),

@@ -18,7 +18,7 @@ import type {
 import { DateTime, Schema } from "effect"
 import type { EnvelopeRow } from "./ResourceKinds.ts"
 
-const envelope = (id: string, row: EnvelopeRow) => ({
+const envelope = <Id extends string>(id: Id, row: EnvelopeRow) => ({
   id,
   name: row.name,
   namespace: row.namespace,
