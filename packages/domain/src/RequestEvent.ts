@@ -51,6 +51,23 @@ export const RequestEvent = Schema.Struct({
 })
 export type RequestEvent = typeof RequestEvent.Type
 
+/** A source of an answer svc gave itself without calling the upstream (spec 7: a synthetic 429). */
+export type SvcResponseSource = Exclude<ResponseSource, "upstream">
+
+/** The rate-limit fields of a request event (spec 2.12); all null when no rule matched. */
+export type RequestEventRateLimit = Pick<
+  RequestEvent,
+  "rate_limit_id" | "rate_limit_mode" | "rate_limit_bucket" | "rate_limit_matched"
+>
+
+/** The rate-limit fields of a request no rule matched. */
+export const noRateLimit: RequestEventRateLimit = {
+  rate_limit_id: null,
+  rate_limit_mode: null,
+  rate_limit_bucket: null,
+  rate_limit_matched: null
+}
+
 /** `GET /api/v1/metrics/request-events`: newest first; `cursor` is absent on the last page. */
 export const RequestEventList = Schema.Struct({
   items: Schema.Array(RequestEvent),

@@ -1,12 +1,20 @@
 /**
  * What a proxied request leaves behind (spec 2.12, 6.1; ARCHITECTURE "request path" step 7):
- * one request event with the frozen label snapshot, and with full recording `always` the
- * redacted, encrypted request and response. Both are written after the caller has its answer,
- * off the request's fiber; neither can fail the request.
+ * one request event with the frozen label snapshot and who answered (the upstream, or svc itself
+ * with the rate-limit fields), and with full recording `always` the redacted, encrypted request
+ * and response. Both are written after the caller has its answer, off the request's fiber;
+ * neither can fail the request.
  */
 import type { StoredCredentials } from "@svc/domain/ConnectorAuth"
 import { makeId } from "@svc/domain/Ids"
-import { type RequestEvent, eventHost, eventPath } from "@svc/domain/RequestEvent"
+import {
+  eventHost,
+  eventPath,
+  noRateLimit,
+  type RequestEvent,
+  type RequestEventRateLimit,
+  type SvcResponseSource
+} from "@svc/domain/RequestEvent"
 import { Context, Duration, Effect, Fiber, Layer, Option } from "effect"
 import { SvcConfig } from "../config/SvcConfig.ts"
 import { type CapturedBody, captureSkipped, SkipReason } from "../events/BodyCapture.ts"
@@ -25,20 +33,39 @@ export interface ExchangeStart {
   readonly labels: Readonly<Record<string, string>>
 }
 
-/** How the exchange ended. */
-export interface ExchangeEnd {
-  /** The upstream status; undefined when no answer arrived. */
-  readonly status: number | undefined
-  readonly durationMs: number
-  /** Present only when recording: what was seen of both legs (the request as the caller sent it). */
-  readonly recording?: {
-    readonly requestHeaders: RecordedHeaders
-    readonly requestBody: CapturedBody
-    readonly responseHeaders?: RecordedHeaders | undefined
-    readonly responseBody?: CapturedBody | undefined
-    readonly error?: string | undefined
-  }
+/** What was seen of both legs, kept only when recording (the request as the caller sent it). */
+export interface ExchangeRecording {
+  readonly requestHeaders: RecordedHeaders
+  readonly requestBody: CapturedBody
+  readonly responseHeaders?: RecordedHeaders | undefined
+  readonly responseBody?: CapturedBody | undefined
+  readonly error?: string | undefined
 }
+
+/**
+ * How the exchange ended (spec 2.12 `response_source`): the request went upstream (an answer, or
+ * none when the upstream was unreachable or timed out), or svc answered it itself without calling
+ * the upstream (a rate-limit rule or the reactive limiter).
+ */
+export type ExchangeEnd =
+  | {
+      readonly source: "upstream"
+      /** The upstream status; undefined when no answer arrived. */
+      readonly status: number | undefined
+      readonly durationMs: number
+      /** The rules that matched without rejecting (spec 2.12); undefined when none did. */
+      readonly rateLimit: RequestEventRateLimit | undefined
+      readonly recording?: ExchangeRecording | undefined
+    }
+  | {
+      readonly source: SvcResponseSource
+      /** The status of svc's own answer. */
+      readonly status: number
+      readonly durationMs: number
+      /** The rule that answered and every rule that matched (spec 2.12); undefined for none. */
+      readonly rateLimit: RequestEventRateLimit | undefined
+      readonly recording?: ExchangeRecording | undefined
+    }
 
 /** The secret values of stored credentials: recordings replace any occurrence (defence in depth). */
 export const credentialSecrets = (credentials: StoredCredentials | undefined): ReadonlyArray<string> => {
@@ -94,6 +121,7 @@ export class ProxyEvents extends Context.Service<
 
         const event = (start: ExchangeStart, end: ExchangeEnd, recorded: boolean): RequestEvent => {
           const { row } = start.target
+          const rateLimit = end.rateLimit ?? noRateLimit
           return {
             id: start.id,
             timestamp: new Date(start.startedAt).toISOString(),
@@ -103,17 +131,17 @@ export class ProxyEvents extends Context.Service<
             host: eventHost(start.url),
             path: eventPath(start.url),
             response_status_code: end.status ?? null,
-            response_source: "upstream",
+            response_source: end.source,
             connector_id: row.connectorId,
             connector_version: row.connectorVersion,
             connection_id: row.id,
             actor_id: start.actorId,
             duration_ms: end.durationMs,
             labels: start.labels,
-            rate_limit_id: null,
-            rate_limit_mode: null,
-            rate_limit_bucket: null,
-            rate_limit_matched: null,
+            rate_limit_id: rateLimit.rate_limit_id,
+            rate_limit_mode: rateLimit.rate_limit_mode,
+            rate_limit_bucket: rateLimit.rate_limit_bucket,
+            rate_limit_matched: rateLimit.rate_limit_matched,
             full_request_recorded: recorded
           }
         }

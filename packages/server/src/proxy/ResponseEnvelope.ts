@@ -11,8 +11,8 @@ const jsonType = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i
 const firstValue = (value: string | ReadonlyArray<string> | undefined): string | undefined =>
   typeof value === "string" ? value : value?.[0]
 
-/** The envelope of one buffered upstream response. */
-export const responseEnvelope = (response: OutboundResponse): ProxyResponse => {
+/** The envelope of one buffered answer (the upstream's, or svc's own). */
+export const responseEnvelope = (response: Pick<OutboundResponse, "status" | "headers" | "body">): ProxyResponse => {
   const base = { statusCode: response.status, headers: response.headers }
   if (response.body.byteLength === 0) return base
   const contentType = firstValue(response.headers["content-type"])

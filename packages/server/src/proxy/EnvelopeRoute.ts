@@ -1,0 +1,63 @@
+/**
+ * The `_proxy` route (spec 4.2, API-CONVENTIONS "Proxy"): the request comes as a JSON envelope
+ * with its body inline, the upstream answer is buffered (at most `maxEnvelopeResponseBytes`) and
+ * returned as an envelope. The body is in memory, so a 401 can always be retried.
+ */
+import type { ProxyRequest, ProxyResponse } from "@svc/domain/Proxy"
+import { Effect } from "effect"
+import type { Outbound, OutboundResponse } from "../outbound/Outbound.ts"
+import { responseEnvelope } from "./ResponseEnvelope.ts"
+import { badRequest, type CallerRequest, forwardable, type Route } from "./Route.ts"
+
+/** Largest upstream response `_proxy` buffers into its envelope. */
+export const maxEnvelopeResponseBytes = 10 * 1024 * 1024
+
+/** An envelope's request: its body decoded to bytes. */
+export interface EnvelopeRequest extends CallerRequest {
+  readonly payload: Uint8Array | undefined
+}
+
+const empty = new Uint8Array(0)
+
+/** The `_proxy` route over `outbound`. */
+export const envelopeRoute = (
+  outbound: Outbound["Service"]
+): Route<ProxyRequest, EnvelopeRequest, OutboundResponse, ProxyResponse> => ({
+  span: "DataPlane.proxy",
+  read: (body) => {
+    if (body.bodyJson !== undefined && body.bodyRaw !== undefined) {
+      return badRequest("bodyJson and bodyRaw exclude each other", "invalid_request", "body.bodyRaw")
+    }
+    const headers = forwardable(body.headers ?? {}, true)
+    let payload: Uint8Array | undefined
+    if (body.bodyJson !== undefined) {
+      payload = Buffer.from(JSON.stringify(body.bodyJson))
+      headers["content-type"] ??= "application/json"
+    } else if (body.bodyRaw !== undefined) {
+      payload = Buffer.from(body.bodyRaw, "base64")
+    }
+    return { method: body.method, url: new URL(body.url), headers, labels: body.labels, replayable: true, payload }
+  },
+  send: (request, injected, options, captures) => {
+    const sent = outbound.send(
+      {
+        method: request.method,
+        url: injected.url,
+        headers: injected.headers,
+        ...(request.payload ? { body: request.payload } : {})
+      },
+      { ...options, maxResponseBytes: maxEnvelopeResponseBytes }
+    )
+    if (captures === undefined) return sent
+    captures.request.push(request.payload ?? empty)
+    return Effect.map(sent, (answer) => {
+      captures.response.push(answer.body)
+      return answer
+    })
+  },
+  whenOver: (_answer, over) => over(undefined),
+  discard: () => {},
+  relay: (_request, answer) => Effect.succeed(responseEnvelope(answer)),
+  // svc's answer travels in the envelope as an upstream answer would: callers read one shape.
+  answer: (_request, answer) => Effect.succeed(responseEnvelope(answer))
+})
