@@ -16,6 +16,7 @@ import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SvcConfig } from "../config/SvcConfig.ts"
 import { fetchClientCredentialsToken, type TokenRequestFailed } from "../oauth/ClientCredentials.ts"
 import { Outbound } from "../outbound/Outbound.ts"
+import { placementProblem } from "../outbound/CredentialInjection.ts"
 import { endpointOptions } from "../outbound/OutboundOptions.ts"
 
 /** Errors of accepting credentials. */
@@ -41,6 +42,20 @@ const required = (root: string, what: string) =>
     code: "credentials_required",
     details: [{ field: root, message: `required: ${what}` }]
   })
+
+/** `stored` when the definition can place it (CredentialInjection), else 400 naming `field`. */
+const placeable = (definition: ConnectorDefinition, stored: StoredCredentials, field: string) => {
+  const problem = placementProblem(definition.auth, stored)
+  return problem === undefined
+    ? Effect.succeed(stored)
+    : Effect.fail(
+        new BadRequest({
+          error: "the credentials cannot be placed where this connector's auth method puts them",
+          code: "invalid_credentials",
+          details: [{ field, message: problem }]
+        })
+      )
+}
 
 const tokenFailure = (failure: TokenRequestFailed): CredentialsError => {
   switch (failure.reason) {
@@ -125,7 +140,7 @@ export class Credentials extends Context.Service<
           case "api_key": {
             if (input === undefined) return yield* required(root, "api_key")
             const value = yield* decodeWith(ApiKeyCredentials, root)(input)
-            return { kind: "api_key", api_key: value.api_key } satisfies StoredCredentials
+            return yield* placeable(definition, { kind: "api_key", api_key: value.api_key }, `${root}.api_key`)
           }
           case "basic": {
             if (input === undefined) return yield* required(root, "username and password")

@@ -1,7 +1,12 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Schema } from "effect"
 import { ConnectorAuth, type StoredCredentials } from "@svc/domain/ConnectorAuth"
-import { CredentialInjectionError, injectCredentials, redactionTargets } from "./CredentialInjection.ts"
+import {
+  CredentialInjectionError,
+  injectCredentials,
+  placementProblem,
+  redactionTargets
+} from "./CredentialInjection.ts"
 
 const auth = (input: unknown): ConnectorAuth => Schema.decodeUnknownSync(ConnectorAuth)(input)
 
@@ -147,5 +152,24 @@ describe("redactionTargets", () => {
     [authorizationCode, { headers: ["authorization"], queryParams: [] }]
   ] as const)("%j", (method, expected) => {
     assert.deepStrictEqual(redactionTargets(method), expected)
+  })
+})
+
+describe("placementProblem", () => {
+  it("refuses, for header and bearer placement only, exactly the keys injection would refuse", () => {
+    for (const key of ["k\r\nX-Evil: 1", "k\n", "k\u0000", "k\u001b", "k\u007f", "€uro"]) {
+      const stored: StoredCredentials = { kind: "api_key", api_key: key }
+      for (const method of [bearer, header, headerNoPrefix]) {
+        const problem = placementProblem(method, stored)
+        assert.isDefined(problem, JSON.stringify(key))
+        assert.notInclude(problem, key)
+        assert.throws(() => injectCredentials(method, stored, request()), CredentialInjectionError)
+      }
+      assert.strictEqual(placementProblem(query, stored), undefined)
+    }
+    for (const key of ["k3y", "tab\tinside", "latin1-ü"]) {
+      assert.strictEqual(placementProblem(header, { kind: "api_key", api_key: key }), undefined)
+    }
+    assert.isDefined(placementProblem(basic, apiKey))
   })
 })

@@ -136,6 +136,24 @@ const credentialValue = (
 }
 
 /**
+ * Why `credentials` cannot go where `auth` puts them (a header value holding CR, LF, another
+ * control character or a character outside Latin-1), or `undefined` when they can. Checked when
+ * credentials are accepted, so a stored connection never fails injection on every call.
+ */
+export const placementProblem = (auth: ConnectorAuth, credentials: StoredCredentials): string | undefined => {
+  if (auth.type === "none") return undefined
+  let placed: ReturnType<typeof credentialValue>
+  try {
+    placed = credentialValue(auth, credentials)
+  } catch (error) {
+    if (error instanceof CredentialInjectionError) return error.message
+    throw error
+  }
+  if ("query" in placed || headerSafe(placed.value)) return undefined
+  return `cannot be sent in the ${placed.header} header: it holds a control character (such as CR or LF) or a character outside Latin-1`
+}
+
+/**
  * A copy of `request` with the connection's credentials injected; the input is not mutated.
  * Throws `CredentialInjectionError` when the credentials do not fit `auth` (treat as a defect).
  */
