@@ -258,6 +258,22 @@ describe("TokenVerifier attack table", () => {
       }
     })
   )
+
+  it.effect("claims carrying NUL, control characters or lone surrogates are claims_invalid, before any store", () =>
+    Effect.gen(function* () {
+      for (const bad of ["a\u0000b", "a\r\nb", "a\u001bb", "a\u007f", "a\ud800"]) {
+        for (const claims of [
+          { ...base, sub: bad },
+          { ...base, jti: bad },
+          { ...base, namespace: bad },
+          { ...base, exp: now + 60, nonce: bad },
+          { ...base, permissions: [{ namespace: "root", resources: [bad], verbs: ["*"] }] }
+        ]) {
+          yield* expectReason(rsLayer, yield* Effect.promise(() => signRaw(claims, rsa.privateKey)), "claims_invalid")
+        }
+      }
+    })
+  )
 })
 
 describe("TokenVerifier configuration", () => {

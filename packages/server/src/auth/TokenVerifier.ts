@@ -103,6 +103,21 @@ const audienceAllows = (aud: unknown, service: ServiceId): boolean =>
 
 const decodeClaims = Schema.decodeUnknownOption(TokenClaims)
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds
+const controlCharacter = /[\u0000-\u001f\u007f]/
+
+/**
+ * True when every string of the decoded claims (sub, jti, namespace, nonce, permissions) is free
+ * of control characters and NUL and is valid Unicode: such a claim names no actor, namespace or
+ * nonce, and must be refused (401) before it reaches a store.
+ */
+export const claimsPrintable = (value: unknown): boolean => {
+  if (typeof value === "string") return !controlCharacter.test(value) && value.isWellFormed()
+  if (Array.isArray(value)) return value.every(claimsPrintable)
+  if (typeof value === "object" && value !== null) return Object.values(value).every(claimsPrintable)
+  return true
+}
+
 /**
  * Verifies actor JWTs for one configured key (SECURITY.md "Authentication"): the algorithm is
  * pinned (RS256 key → RS256 only, HS256 secret → HS256 only, never `none`), the key comes only
@@ -167,7 +182,9 @@ export class TokenVerifier extends Context.Service<
           }
           if (!audienceAllows(payload.aud, service)) return yield* rejected("audience")
           const decoded = decodeClaims(payload)
-          if (Option.isNone(decoded) || decoded.value.sub === "") return yield* rejected("claims_invalid")
+          if (Option.isNone(decoded) || decoded.value.sub === "" || !claimsPrintable(decoded.value)) {
+            return yield* rejected("claims_invalid")
+          }
           const claims = decoded.value
           // SECURITY.md: the nonce is consumed only after signature and claims verified.
           if (claims.nonce !== undefined) {
