@@ -5,7 +5,7 @@
 import { PgClient as SqlPg } from "@effect/sql-pg"
 import { Effect, type Layer, Redacted } from "effect"
 import type { SqlClient } from "effect/sql"
-import type { SqlError } from "effect/sql/SqlError"
+import { ConnectionError, SqlError } from "effect/sql/SqlError"
 import * as NameTransforms from "./NameTransforms.ts"
 
 /** Options of the PostgreSQL client; transforms default to {@link NameTransforms}. */
@@ -33,11 +33,60 @@ const config = (options: PgClientOptions): SqlPg.PgPoolConfig => ({
   transformJson: false
 })
 
-/** Layer providing `SqlClient` (driver `"pg"`) and @effect/sql-pg's `PgClient`. */
-export const layer = (options: PgClientOptions): Layer.Layer<SqlPg.PgClient | SqlClient.SqlClient, SqlError> =>
-  SqlPg.layerFrom(
+/** The innermost message of an error's cause chain (the driver's own reason). */
+const rootReason = (error: unknown): string => {
+  let current: unknown = error
+  let reason = ""
+  for (let depth = 0; depth < 10 && current instanceof Error; depth++) {
+    if (current.message !== "") reason = current.message
+    current = current.cause
+  }
+  return reason === "" ? "unknown reason" : reason
+}
+
+/**
+ * What a failed connect says: which server and database (from the URL, never its password) and
+ * the driver's reason, with any occurrence of the password masked.
+ */
+export const connectFailureMessage = (url: string, error: unknown): string => {
+  let where = "the configured URL"
+  let password = ""
+  try {
+    const parsed = new URL(url)
+    password = decodeURIComponent(parsed.password)
+    const database = decodeURIComponent(parsed.pathname.replace(/^\//, "")) || "(default)"
+    where = `${parsed.hostname || "localhost"}:${parsed.port || "5432"}, database "${database}"`
+  } catch {
+    // an unparsable URL: say nothing of it, it may hold the password
+  }
+  const reason = rootReason(error)
+  const masked = password === "" ? reason : reason.replaceAll(password, "***")
+  return `cannot connect to PostgreSQL at ${where}: ${masked}`
+}
+
+/**
+ * Layer providing `SqlClient` (driver `"pg"`) and @effect/sql-pg's `PgClient`; it connects once
+ * while building, failing with {@link connectFailureMessage} when the server cannot be reached.
+ */
+export const layer = (options: PgClientOptions): Layer.Layer<SqlPg.PgClient | SqlClient.SqlClient, SqlError> => {
+  const url = typeof options.url === "string" ? options.url : Redacted.value(options.url)
+  return SqlPg.layerFrom(
     // @effect/sql-pg 4.0.5 predates `SqlClient.driver`; name it so storages can tell the drivers apart.
     Effect.map(SqlPg.make(config(options)), (client) =>
       client.driver === undefined ? Object.assign(client, { driver: "pg" }) : client
+    ).pipe(
+      // Connect once now, so an unreachable server fails startup saying which one, not a later query.
+      Effect.tap((client) => client`SELECT 1`),
+      Effect.mapError(
+        (error) =>
+          new SqlError({
+            reason: new ConnectionError({
+              cause: error,
+              message: connectFailureMessage(url, error),
+              operation: "connect"
+            })
+          })
+      )
     )
   )
+}
