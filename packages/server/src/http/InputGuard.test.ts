@@ -96,9 +96,9 @@ describe("InputGuard over every route's decoders", () => {
 
   it("payloads: the body check refuses hostile JSON, else decoding is typed (never a defect)", () => {
     const payloads = endpoints.flatMap((endpoint) =>
-      [...endpoint.payload.values()].map(({ schemas }) => ({
+      [...endpoint.payload.values()].map(({ schemas }: { readonly schemas: ReadonlyArray<Schema.Top> }) => ({
         endpoint,
-        decode: Schema.decodeUnknownExit(Schema.Union(schemas) as Schema.Codec<unknown, unknown>),
+        decode: Schema.decodeUnknownExit(Schema.Union(schemas) as unknown as Schema.Codec<unknown, unknown>),
         fields: schemas.flatMap(fieldsOf)
       }))
     )
