@@ -60,8 +60,10 @@ export const serve = Effect.fn("Serve.serve")(function* (
     Layer.provideMerge(Events.layerNoDeps(config)),
     Layer.provideMerge(shared)
   )
+  const boundPorts = new Map<ServiceId, number>()
   const app = Layer.mergeAll(
     Servers.layer(config, services, adminTls).pipe(
+      Layer.provide(Layer.succeed(Servers.BoundPorts, boundPorts)),
       Layer.provide(Auth.layerNoDeps(verificationKey)),
       Layer.provide(handlerServices)
     ),
@@ -73,7 +75,7 @@ export const serve = Effect.fn("Serve.serve")(function* (
   yield* Layer.build(app)
   const tokenFile =
     "generated" in signingKey ? yield* writeAdminToken(config, signingKey.generated.privateKeyPath) : undefined
-  yield* printBanner(config, services, tokenFile)
+  yield* printBanner(config, services, tokenFile, boundPorts)
   return yield* Effect.never
 }, Effect.scoped)
 

@@ -53,24 +53,27 @@ const urls: Record<ServiceId, (host: string, port: number) => string> = {
 export const printBanner = (
   config: ResolvedConfig,
   services: ReadonlyArray<ServiceId>,
-  token: { readonly file: string; readonly actor: string; readonly privateKeyPath: string } | undefined
+  token: { readonly file: string; readonly actor: string; readonly privateKeyPath: string } | undefined,
+  boundPorts: ReadonlyMap<ServiceId, number> = new Map()
 ) =>
   Effect.gen(function* () {
     const storage =
       config.database.provider === "pglite" ? `embedded database in ${display(config.database.path)}` : "PostgreSQL"
     const lines = [`svc ${version} ready (${config.source}; ${storage})`]
     for (const service of services) {
-      const { host, port } = config.listeners[service]
+      const { host } = config.listeners[service]
+      const port = boundPorts.get(service) ?? config.listeners[service].port
       const note =
         service === "admin-api" && config.adminTls.selfSigned ? "  (self-signed development certificate)" : ""
       lines.push(`  ${service.padEnd(10)} ${urls[service](host, port)}${note}`)
     }
     if (token !== undefined) {
       const api = config.listeners.api
+      const apiPort = boundPorts.get("api") ?? api.port
       lines.push(
         "",
         `An admin token for actor "${token.actor}" (valid 7 days) is in ${display(token.file)}:`,
-        `  curl -H "Authorization: Bearer $(cat ${display(token.file)})" http://${api.host}:${api.port}/api/v1/auth/whoami`,
+        `  curl -H "Authorization: Bearer $(cat ${display(token.file)})" http://${api.host}:${apiPort}/api/v1/auth/whoami`,
         "Sign more tokens with the development key:",
         `  npm run cli -- sign-jwt --admin --privateKeyPath ${display(token.privateKeyPath)}`
       )

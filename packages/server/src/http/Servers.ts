@@ -4,8 +4,8 @@
  * provided from outside so every server uses the same instances.
  */
 import { NodeHttpServer } from "@effect/platform-node"
-import { ByteSize, Effect, Layer } from "effect"
-import { HttpIncomingMessage, HttpRouter, type HttpServerRequest } from "effect/http"
+import { ByteSize, Context, Effect, Layer } from "effect"
+import { HttpIncomingMessage, HttpRouter, HttpServer, type HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import type { ServiceId } from "@svc/domain/Auth"
 import { AdminApiV1, ApiV1, PublicApi, WorkerApi } from "@svc/domain/http/Apis"
@@ -133,17 +133,35 @@ const nodeServer = (config: ResolvedConfig, service: ServiceId, tls: TlsMaterial
   return NodeHttpServer.layer(() => http.createServer(serverOptions), { host, port })
 }
 
+/**
+ * The port each started service listens on, filled as its server binds: a `port: 0` listener
+ * gets its port from the operating system, and this is where the start-up banner reads it.
+ */
+export class BoundPorts extends Context.Service<BoundPorts, Map<ServiceId, number>>()("@svc/server/http/BoundPorts") {}
+
+const recordPort = (service: ServiceId) =>
+  Layer.effectDiscard(
+    Effect.gen(function* () {
+      const server = yield* HttpServer.HttpServer
+      const ports = yield* BoundPorts
+      if (server.address._tag !== "UnixPathAddress") ports.set(service, server.address.port)
+    })
+  )
+
 /** One service's HTTP server, listening until the layer is released. */
 export const serverLayer = (config: ResolvedConfig, service: ServiceId, tls: TlsMaterial | undefined) =>
-  HttpRouter.serve(
-    Layer.mergeAll(
-      routes(service),
-      layerInputGuard,
-      Layer.unwrap(
-        Effect.map(Authenticator, (authenticator) => layerErrorHandling(apiNotFound(authenticator, service)))
-      )
+  Layer.merge(
+    HttpRouter.serve(
+      Layer.mergeAll(
+        routes(service),
+        layerInputGuard,
+        Layer.unwrap(
+          Effect.map(Authenticator, (authenticator) => layerErrorHandling(apiNotFound(authenticator, service)))
+        )
+      ),
+      { disableLogger: true, disableListenLog: true }
     ),
-    { disableLogger: true, disableListenLog: true }
+    recordPort(service)
   ).pipe(
     Layer.provide(nodeServer(config, service, tls)),
     Layer.provide(Layer.succeed(CurrentService, service)),
