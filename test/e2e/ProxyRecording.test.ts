@@ -249,7 +249,7 @@ const waitForExit = async (pid: number) => {
 /** Decrypts recordings from a stopped embedded default's data directory, in this process. */
 const readRecordings = (dataDir: string, events: ReadonlyArray<EventBody>) => {
   const sql = Database.clientLayer({ provider: "pglite", path: path.join(dataDir, "db") })
-  const encryption = Encryption.layer({ source: "file", path: path.join(dataDir, "root.key") }).pipe(
+  const encryption = Encryption.layerNoDeps({ source: "file", path: path.join(dataDir, "root.key") }).pipe(
     Layer.provide(Layer.provideMerge(DataKeyRepo.layer, sql))
   )
   const recordings = Recordings.layerNoDeps().pipe(

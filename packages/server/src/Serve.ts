@@ -15,17 +15,12 @@ import { ensureDevSigningKey, ensureSelfSignedCertificate } from "./crypto/Embed
 import { Encryption } from "./crypto/Encryption.ts"
 import * as Events from "./events/Events.ts"
 import * as Servers from "./http/Servers.ts"
-import { DataPlane } from "./proxy/DataPlane.ts"
-import { ProxyEvents } from "./proxy/ProxyEvents.ts"
-import { ProxyTargets } from "./proxy/ProxyTargets.ts"
+import * as ProxyPlane from "./proxy/Proxy.ts"
 import { ActorDirectory } from "./resources/ActorDirectory.ts"
 import * as Database from "./stores/Database.ts"
 import * as Stores from "./stores/Stores.ts"
 import { printBanner, writeAdminToken } from "./StartupBanner.ts"
 import * as Worker from "./worker/Worker.ts"
-
-/** The proxy data plane: cached targets, the per-connection gate, events and recordings. */
-const dataPlane = DataPlane.layer.pipe(Layer.provide(Layer.mergeAll(ProxyTargets.layer, ProxyEvents.layer())))
 
 /** Runs the selected services until interrupted (SIGINT/SIGTERM), then shuts down gracefully. */
 export const serve = Effect.fn("Serve.serve")(function* (
@@ -54,8 +49,8 @@ export const serve = Effect.fn("Serve.serve")(function* (
   // One instance of each shared service (and its cache) for the handlers and the worker: the
   // directory (the authenticator reads it, actor writes invalidate it) and encryption (key writes
   // invalidate its cache).
-  const shared = Layer.mergeAll(ActorDirectory.layer, Encryption.layer(config.encryption.rootKey))
-  const handlerServices = dataPlane.pipe(
+  const shared = Layer.mergeAll(ActorDirectory.layerNoDeps, Encryption.layerNoDeps(config.encryption.rootKey))
+  const handlerServices = ProxyPlane.layerNoDeps.pipe(
     Layer.provideMerge(ConnectionServices.layerNoDeps),
     Layer.provideMerge(Events.layerNoDeps(config)),
     Layer.provideMerge(shared)

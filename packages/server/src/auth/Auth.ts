@@ -26,4 +26,6 @@ export const readVerificationKey = (signingKey: SigningKey): Effect.Effect<Token
 
 /** `Authenticator` over the given key; needs the actor directory and the counter store. */
 export const layerNoDeps = (verifier: TokenVerifierConfig) =>
-  Authenticator.layer.pipe(Layer.provide(TokenVerifier.layer(verifier).pipe(Layer.provide(NonceStore.layerNoDeps))))
+  Authenticator.layerNoDeps.pipe(
+    Layer.provide(TokenVerifier.layerNoDeps(verifier).pipe(Layer.provide(NonceStore.layerNoDeps)))
+  )

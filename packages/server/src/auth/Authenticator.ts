@@ -31,7 +31,7 @@ export class Authenticator extends Context.Service<
     ): Effect.Effect<AuthenticatedActor, Unauthorized | ServiceUnavailable>
   }
 >()("svc/server/Authenticator") {
-  static readonly layer = Layer.effect(
+  static readonly layerNoDeps = Layer.effect(
     Authenticator,
     Effect.gen(function* () {
       const verifier = yield* TokenVerifier

@@ -8,7 +8,7 @@ import { CounterStore, StoreUnavailable } from "../stores/CounterStore.ts"
 
 const t0 = 1_750_000_000_000
 const ttlMs = 60 * 60 * 1000
-const memory = BrowserSessions.layer.pipe(Layer.provideMerge(CounterStore.layerMemory))
+const memory = BrowserSessions.layerNoDeps.pipe(Layer.provideMerge(CounterStore.layerMemory))
 const restrictions = [{ namespace: "root.acme.**", resources: ["connections"], verbs: ["get"] }]
 
 const down = new StoreUnavailable({ operation: "test", cause: new Error("down") })
@@ -131,6 +131,6 @@ describe("BrowserSessions", () => {
         assert.instanceOf(value, ServiceUnavailable)
         assert.strictEqual(value?.code, "session_store_unavailable")
       }
-    }).pipe(Effect.provide(BrowserSessions.layer.pipe(Layer.provide(brokenStore))))
+    }).pipe(Effect.provide(BrowserSessions.layerNoDeps.pipe(Layer.provide(brokenStore))))
   )
 })

@@ -94,7 +94,7 @@ export class BrowserSessions extends Context.Service<
   }
 >()("@svc/server/auth/BrowserSessions") {
   /** Sessions over whichever CounterStore is provided; expiry follows `Clock`. */
-  static readonly layer: Layer.Layer<BrowserSessions, never, CounterStore> = Layer.effect(
+  static readonly layerNoDeps: Layer.Layer<BrowserSessions, never, CounterStore> = Layer.effect(
     BrowserSessions,
     Effect.gen(function* () {
       const store = yield* CounterStore
@@ -144,7 +144,7 @@ export class BrowserSessions extends Context.Service<
   )
 
   /** Sessions over an in-memory CounterStore (embedded default, unit tests). */
-  static readonly layerMemory: Layer.Layer<BrowserSessions> = BrowserSessions.layer.pipe(
+  static readonly layerMemory: Layer.Layer<BrowserSessions> = BrowserSessions.layerNoDeps.pipe(
     Layer.provide(CounterStore.layerMemory)
   )
 }

@@ -25,8 +25,10 @@ const signRaw = (claims: unknown, key: CryptoKey): Promise<string> =>
 
 const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64url")
 
-const rsLayer = TokenVerifier.layer({ algorithm: "RS256", publicKeyPem }).pipe(Layer.provide(NonceStore.layerMemory))
-const hsLayer = TokenVerifier.layer({ algorithm: "HS256", secret: hsSecret }).pipe(
+const rsLayer = TokenVerifier.layerNoDeps({ algorithm: "RS256", publicKeyPem }).pipe(
+  Layer.provide(NonceStore.layerMemory)
+)
+const hsLayer = TokenVerifier.layerNoDeps({ algorithm: "HS256", secret: hsSecret }).pipe(
   Layer.provide(NonceStore.layerMemory)
 )
 
@@ -289,10 +291,10 @@ describe("TokenVerifier configuration", () => {
 
   it.effect("refuses a short HS256 secret, a non-RSA key and a non-key", () =>
     Effect.gen(function* () {
-      yield* build(TokenVerifier.layer({ algorithm: "HS256", secret: encoder.encode("short") }))
+      yield* build(TokenVerifier.layerNoDeps({ algorithm: "HS256", secret: encoder.encode("short") }))
       const ecPem = yield* Effect.promise(() => exportSPKI(es256.publicKey))
-      yield* build(TokenVerifier.layer({ algorithm: "RS256", publicKeyPem: ecPem }))
-      yield* build(TokenVerifier.layer({ algorithm: "RS256", publicKeyPem: "not a pem" }))
+      yield* build(TokenVerifier.layerNoDeps({ algorithm: "RS256", publicKeyPem: ecPem }))
+      yield* build(TokenVerifier.layerNoDeps({ algorithm: "RS256", publicKeyPem: "not a pem" }))
     })
   )
 
@@ -304,7 +306,7 @@ describe("TokenVerifier configuration", () => {
         delete: () => Effect.succeed(false),
         ping: () => Effect.void
       })
-      const layer = TokenVerifier.layer({ algorithm: "RS256", publicKeyPem }).pipe(
+      const layer = TokenVerifier.layerNoDeps({ algorithm: "RS256", publicKeyPem }).pipe(
         Layer.provide(NonceStore.layerNoDeps),
         Layer.provide(down)
       )

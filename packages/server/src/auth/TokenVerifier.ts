@@ -131,7 +131,9 @@ export class TokenVerifier extends Context.Service<
   }
 >()("@svc/server/auth/TokenVerifier") {
   /** Imports the key once at build; fails with `InvalidSigningKey` when it is unusable. */
-  static readonly layer = (config: TokenVerifierConfig): Layer.Layer<TokenVerifier, InvalidSigningKey, NonceStore> =>
+  static readonly layerNoDeps = (
+    config: TokenVerifierConfig
+  ): Layer.Layer<TokenVerifier, InvalidSigningKey, NonceStore> =>
     Layer.effect(
       TokenVerifier,
       Effect.gen(function* () {

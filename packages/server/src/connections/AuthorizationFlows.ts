@@ -66,7 +66,7 @@ export class AuthorizationFlows extends Context.Service<
     readonly claimState: (state: string) => Effect.Effect<Option.Option<StateRecord>, ServiceUnavailable>
   }
 >()("@svc/server/AuthorizationFlows") {
-  static readonly layer: Layer.Layer<AuthorizationFlows, never, CounterStore> = Layer.effect(
+  static readonly layerNoDeps: Layer.Layer<AuthorizationFlows, never, CounterStore> = Layer.effect(
     AuthorizationFlows,
     Effect.gen(function* () {
       const store = yield* CounterStore

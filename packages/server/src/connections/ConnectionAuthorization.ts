@@ -89,7 +89,7 @@ export class ConnectionAuthorization extends Context.Service<
     ) => Effect.Effect<BrowserOutcome>
   }
 >()("@svc/server/ConnectionAuthorization") {
-  static readonly layer: Layer.Layer<
+  static readonly layerNoDeps: Layer.Layer<
     ConnectionAuthorization,
     never,
     | AuthorizationFlows

@@ -33,7 +33,7 @@ export class ConnectionDisconnect extends Context.Service<
     readonly disconnect: (actor: AuthenticatedActor, id: ConnectionId) => Effect.Effect<DisconnectResult, ResourceError>
   }
 >()("@svc/server/ConnectionDisconnect") {
-  static readonly layer: Layer.Layer<
+  static readonly layerNoDeps: Layer.Layer<
     ConnectionDisconnect,
     never,
     | ResourceOps

@@ -50,7 +50,7 @@ export class ConnectionSecrets extends Context.Service<
     readonly credentials: (row: SealedColumns) => Effect.Effect<StoredCredentials | undefined>
   }
 >()("@svc/server/ConnectionSecrets") {
-  static readonly layer: Layer.Layer<ConnectionSecrets, never, Encryption> = Layer.effect(
+  static readonly layerNoDeps: Layer.Layer<ConnectionSecrets, never, Encryption> = Layer.effect(
     ConnectionSecrets,
     Effect.gen(function* () {
       const encryption = yield* Encryption

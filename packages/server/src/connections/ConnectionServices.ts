@@ -20,18 +20,20 @@ import { TokenRefresher } from "./TokenRefresher.ts"
 import { VerifyProbes } from "./VerifyProbes.ts"
 
 /** Interactive setup: `_initiate`, setup steps, the OAuth2 browser leg, disconnect, browser sessions. */
-const setup = ConnectionAuthorization.layer.pipe(
-  Layer.provideMerge(Layer.mergeAll(ConnectionSetup.layer, ConnectionDisconnect.layer, BrowserSessions.layer)),
-  Layer.provide(Layer.mergeAll(VerifyProbes.layer, AuthorizationFlows.layer))
+const setup = ConnectionAuthorization.layerNoDeps.pipe(
+  Layer.provideMerge(
+    Layer.mergeAll(ConnectionSetup.layerNoDeps, ConnectionDisconnect.layerNoDeps, BrowserSessions.layerNoDeps)
+  ),
+  Layer.provide(Layer.mergeAll(VerifyProbes.layerNoDeps, AuthorizationFlows.layerNoDeps))
 )
 
 /**
  * The connection services merged with the resource services and the outbound client; needs the
  * repositories, the counter store, the actor directory, encryption and the config.
  */
-export const layerNoDeps = Layer.mergeAll(Connections.layer, Probes.layer).pipe(
+export const layerNoDeps = Layer.mergeAll(Connections.layerNoDeps, Probes.layerNoDeps).pipe(
   (services) => setup.pipe(Layer.provideMerge(services)),
   Layer.provideMerge(TokenRefresher.layerNoDeps),
-  Layer.provideMerge(Layer.mergeAll(ConnectionSecrets.layer, Credentials.layer, OAuthClient.layer)),
+  Layer.provideMerge(Layer.mergeAll(ConnectionSecrets.layerNoDeps, Credentials.layerNoDeps, OAuthClient.layerNoDeps)),
   Layer.provideMerge(Layer.mergeAll(Resources.layerNoDeps, Outbound.layer))
 )

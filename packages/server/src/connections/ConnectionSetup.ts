@@ -82,7 +82,7 @@ export class ConnectionSetup extends Context.Service<
     ) => Effect.Effect<ConnectionRow, SetupError>
   }
 >()("@svc/server/ConnectionSetup") {
-  static readonly layer: Layer.Layer<
+  static readonly layerNoDeps: Layer.Layer<
     ConnectionSetup,
     never,
     | ResourceOps

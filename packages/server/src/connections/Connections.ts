@@ -48,7 +48,7 @@ export class Connections extends Context.Service<
     ) => Effect.Effect<Connection, ConnectionError>
   }
 >()("@svc/server/Connections") {
-  static readonly layer: Layer.Layer<
+  static readonly layerNoDeps: Layer.Layer<
     Connections,
     never,
     ResourceOps | Listing | ConnectorDefinitions | ConnectionSecrets | Credentials | SvcConfig

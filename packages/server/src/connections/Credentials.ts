@@ -86,7 +86,7 @@ export class Credentials extends Context.Service<
     ) => Effect.Effect<StoredCredentials | undefined, CredentialsError>
   }
 >()("@svc/server/Credentials") {
-  static readonly layer: Layer.Layer<Credentials, never, Outbound | SvcConfig> = Layer.effect(
+  static readonly layerNoDeps: Layer.Layer<Credentials, never, Outbound | SvcConfig> = Layer.effect(
     Credentials,
     Effect.gen(function* () {
       const outbound = yield* Outbound

@@ -33,7 +33,7 @@ const resolve = (
     const config = Layer.succeed(SvcConfig, { ...loaded, oauth2: { ...loaded.oauth2, clients: new Map(clients) } })
     return yield* Effect.flatMap(OAuthClient, (c) => c.resolve(auth(fields))).pipe(
       Effect.result,
-      Effect.provide(OAuthClient.layer.pipe(Layer.provide(config))),
+      Effect.provide(OAuthClient.layerNoDeps.pipe(Layer.provide(config))),
       Effect.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env })))
     )
   })

@@ -46,7 +46,7 @@ export class OAuthClient extends Context.Service<
     ) => Effect.Effect<OAuth2Client, OAuthClientUnavailable>
   }
 >()("@svc/server/OAuthClient") {
-  static readonly layer: Layer.Layer<OAuthClient, never, SvcConfig> = Layer.effect(
+  static readonly layerNoDeps: Layer.Layer<OAuthClient, never, SvcConfig> = Layer.effect(
     OAuthClient,
     Effect.gen(function* () {
       const config = yield* SvcConfig

@@ -74,7 +74,7 @@ export class Probes extends Context.Service<
     ) => Effect.Effect<ProbeResult>
   }
 >()("@svc/server/Probes") {
-  static readonly layer: Layer.Layer<
+  static readonly layerNoDeps: Layer.Layer<
     Probes,
     never,
     ResourceOps | ConnectorDefinitions | ConnectionSecrets | TokenRefresher | Outbound | SvcConfig

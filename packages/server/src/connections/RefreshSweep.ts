@@ -63,7 +63,7 @@ export const pass: Effect.Effect<
 }).pipe(Effect.withSpan("RefreshSweep.pass"))
 
 /** The sweep as a loop forked for the life of the layer (one per process; prefer the singleton). */
-export const layer: Layer.Layer<never, never, TokenRefresher | ConnectionRepo | SvcConfig> = Layer.effectDiscard(
+export const layerNoDeps: Layer.Layer<never, never, TokenRefresher | ConnectionRepo | SvcConfig> = Layer.effectDiscard(
   Effect.gen(function* () {
     const config = yield* SvcConfig
     const interval = Duration.millis(config.oauth2.refreshSweepIntervalMs)

@@ -65,13 +65,13 @@ const config = Layer.unwrap(
 
 /** What every process shares: the database, the counter store, keys, and the stateless services. */
 const shared = Layer.mergeAll(
-  ConnectionSecrets.layer,
-  ConnectorDefinitions.layer,
-  Notifications.layer,
+  ConnectionSecrets.layerNoDeps,
+  ConnectorDefinitions.layerNoDeps,
+  Notifications.layerNoDeps,
   Outbound.layer,
   CounterStore.layerMemory
 ).pipe(
-  Layer.provideMerge(ResourceOps.layer),
+  Layer.provideMerge(ResourceOps.layerNoDeps),
   Layer.provideMerge(Encryption.layerKey(Envelope.generateKey())),
   Layer.provideMerge(config),
   Layer.provideMerge(

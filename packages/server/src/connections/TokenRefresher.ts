@@ -385,5 +385,5 @@ export class TokenRefresher extends Context.Service<
   )
 
   /** The refresher with its OAuth2 client resolution from `SvcConfig`. */
-  static readonly layer = TokenRefresher.layerNoDeps.pipe(Layer.provide(OAuthClient.layer))
+  static readonly layer = TokenRefresher.layerNoDeps.pipe(Layer.provide(OAuthClient.layerNoDeps))
 }

@@ -15,7 +15,7 @@ export class VerifyProbes extends Context.Service<
   VerifyProbes,
   { readonly run: (row: ConnectionRow, definition: ConnectorDefinition) => Effect.Effect<void, Conflict> }
 >()("@svc/server/VerifyProbes") {
-  static readonly layer: Layer.Layer<VerifyProbes, never, Probes> = Layer.effect(
+  static readonly layerNoDeps: Layer.Layer<VerifyProbes, never, Probes> = Layer.effect(
     VerifyProbes,
     Effect.gen(function* () {
       const probes = yield* Probes

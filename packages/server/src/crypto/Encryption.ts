@@ -62,7 +62,7 @@ export class Encryption extends Context.Service<
   }
 >()("@svc/server/Encryption") {
   /** Loads the root key from its configured source, then checks it against the stored data keys. */
-  static readonly layer = (
+  static readonly layerNoDeps = (
     source: RootKeySource
   ): Layer.Layer<Encryption, RootKeyUnusable | RootKeyMismatch, SqlClient.SqlClient | DataKeyRepo> =>
     Layer.effect(Encryption, Effect.flatMap(loadRootKey(source), make))

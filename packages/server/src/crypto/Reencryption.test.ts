@@ -13,7 +13,7 @@ import { at, envelope, fixtureId } from "@svc/sql/TestRows"
 
 const createdAt = at(0)
 
-const Test = Reencryption.layer.pipe(
+const Test = Reencryption.layerNoDeps.pipe(
   Layer.provideMerge(Encryption.layerKey(Envelope.generateKey())),
   Layer.provideMerge(Layer.mergeAll(ResourceRepo.layer, ConnectorRepo.layer, DataKeyRepo.layer)),
   Layer.provideMerge(Layer.provideMerge(Migrations.layerMain, TestDatabase.pglite))
@@ -168,7 +168,7 @@ layer(Test, { timeout: "60 seconds" })("Reencryption (PGlite)", (it) => {
             : real.swapSecrets(current, next)
       })
       const sweep = Effect.flatMap(Reencryption, (r) => r.sweep).pipe(
-        Effect.provide(Layer.fresh(Reencryption.layer)),
+        Effect.provide(Layer.fresh(Reencryption.layerNoDeps)),
         Effect.provideService(DataKeyRepo, racing)
       )
       assert.deepStrictEqual(yield* sweep, { rewritten: 1, skipped: 1, failed: 0 })

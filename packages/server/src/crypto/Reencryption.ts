@@ -36,7 +36,7 @@ export class Reencryption extends Context.Service<
     readonly rewrite: (row: SecretRow) => Effect.Effect<RewriteOutcome>
   }
 >()("@svc/server/Reencryption") {
-  static readonly layer: Layer.Layer<Reencryption, never, Encryption | DataKeyRepo> = Layer.effect(
+  static readonly layerNoDeps: Layer.Layer<Reencryption, never, Encryption | DataKeyRepo> = Layer.effect(
     Reencryption,
     Effect.gen(function* () {
       const encryption = yield* Encryption

@@ -20,7 +20,7 @@ const embeddedSinkOptions = { flushInterval: Duration.seconds(1), batchSize: 200
  */
 export const layerNoDeps = (config: ResolvedConfig) =>
   Layer.mergeAll(
-    RequestEventSink.layer(config.database.provider === "pglite" ? embeddedSinkOptions : {}),
-    RequestEvents.layer,
+    RequestEventSink.layerNoDeps(config.database.provider === "pglite" ? embeddedSinkOptions : {}),
+    RequestEvents.layerNoDeps,
     config.appMetrics.fullRequestRecording === "always" ? Recordings.layer() : Layer.empty
   ).pipe(Layer.provide(requestEventRepoLayer))

@@ -78,7 +78,7 @@ export class RequestEventSink extends Context.Service<
   }
 >()("@svc/server/RequestEventSink") {
   /** The buffer spooling under `<dataDir>/spool/request-events/`; flushes and logs its totals on close. */
-  static readonly layer = (
+  static readonly layerNoDeps = (
     options: RequestEventSinkOptions = {}
   ): Layer.Layer<RequestEventSink, never, RequestEventRepo | SvcConfig> =>
     Layer.effect(

@@ -12,7 +12,7 @@ import * as TestDatabase from "@svc/sql/TestDatabase"
 import { Cause, Effect, Exit, Layer, Schema } from "effect"
 import { type RequestEventListRequest, RequestEvents } from "./RequestEvents.ts"
 
-const Test = RequestEvents.layer.pipe(
+const Test = RequestEvents.layerNoDeps.pipe(
   Layer.provideMerge(RequestEventRepo.layer),
   Layer.provideMerge(Layer.provideMerge(Migrations.layerAppMetrics, TestDatabase.pgliteMemory))
 )

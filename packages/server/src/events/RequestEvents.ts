@@ -66,7 +66,7 @@ export class RequestEvents extends Context.Service<
     readonly get: (actor: AuthenticatedActor, id: string) => Effect.Effect<RequestEvent, NotFound>
   }
 >()("@svc/server/RequestEvents") {
-  static readonly layer: Layer.Layer<RequestEvents, never, RequestEventRepo> = Layer.effect(
+  static readonly layerNoDeps: Layer.Layer<RequestEvents, never, RequestEventRepo> = Layer.effect(
     RequestEvents,
     Effect.gen(function* () {
       const repo = yield* RequestEventRepo

@@ -73,8 +73,8 @@ const standard = configLayer((c) => ({
 
 const deps = (config: Layer.Layer<SvcConfig>) =>
   Layer.mergeAll(
-    Authenticator.layer.pipe(
-      Layer.provide(TokenVerifier.layer({ algorithm: "RS256", publicKeyPem })),
+    Authenticator.layerNoDeps.pipe(
+      Layer.provide(TokenVerifier.layerNoDeps({ algorithm: "RS256", publicKeyPem })),
       Layer.provide(NonceStore.layerMemory)
     ),
     BrowserSessions.layerMemory,

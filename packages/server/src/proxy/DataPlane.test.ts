@@ -55,20 +55,24 @@ import { countStatements } from "./testing/QueryCounter.ts"
 
 // The graph of Serve.ts: connection support, the data plane, the resource services over one
 // ConnectionChanges (the writers' notices reach the data plane's cache).
-const connectionSupport = Layer.mergeAll(ConnectionSecrets.layer, Credentials.layer).pipe(
-  Layer.provideMerge(Layer.mergeAll(ConnectorDefinitions.layer, Outbound.layer))
+const connectionSupport = Layer.mergeAll(ConnectionSecrets.layerNoDeps, Credentials.layerNoDeps).pipe(
+  Layer.provideMerge(Layer.mergeAll(ConnectorDefinitions.layerNoDeps, Outbound.layer))
 )
-const dataPlane = DataPlane.layer.pipe(Layer.provide(Layer.mergeAll(ProxyTargets.layer, ProxyEvents.layer())))
+const dataPlane = DataPlane.layerNoDeps.pipe(
+  Layer.provide(Layer.mergeAll(ProxyTargets.layerNoDeps, ProxyEvents.layerNoDeps()))
+)
 const services = Layer.mergeAll(
-  Namespaces.layer,
-  Connectors.layer,
-  Connections.layer,
-  RequestEvents.layer,
+  Namespaces.layerNoDeps,
+  Connectors.layerNoDeps,
+  Connections.layerNoDeps,
+  RequestEvents.layerNoDeps,
   dataPlane
 ).pipe(
   Layer.provideMerge(TokenRefresher.layer),
-  Layer.provideMerge(Notifications.layer),
-  Layer.provideMerge(Layer.mergeAll(ResourceOps.layer, Listing.layer, connectionSupport, DefinitionValidator.layer)),
+  Layer.provideMerge(Notifications.layerNoDeps),
+  Layer.provideMerge(
+    Layer.mergeAll(ResourceOps.layerNoDeps, Listing.layerNoDeps, connectionSupport, DefinitionValidator.layer)
+  ),
   Layer.provideMerge(ConnectionChanges.layer)
 )
 

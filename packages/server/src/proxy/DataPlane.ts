@@ -60,6 +60,6 @@ export class DataPlane extends Context.Service<
       })
     )
 
-  static readonly layer: Layer.Layer<DataPlane, never, ProxyTargets | Outbound | ProxyEvents> =
+  static readonly layerNoDeps: Layer.Layer<DataPlane, never, ProxyTargets | Outbound | ProxyEvents> =
     DataPlane.layerWith(passThroughStages)
 }

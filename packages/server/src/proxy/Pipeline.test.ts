@@ -159,7 +159,7 @@ const configLayer = Layer.effect(
 )
 
 const Test = DataPlane.layerWith({ rateLimit, coolDown }).pipe(
-  Layer.provide(Layer.mergeAll(upstreamLayer, ProxyEvents.layer(), Outbound.layer)),
+  Layer.provide(Layer.mergeAll(upstreamLayer, ProxyEvents.layerNoDeps(), Outbound.layer)),
   Layer.provide(Layer.merge(configLayer, sinkLayer))
 )
 

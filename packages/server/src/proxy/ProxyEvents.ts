@@ -101,7 +101,7 @@ export class ProxyEvents extends Context.Service<
     readonly finish: (start: ExchangeStart, end: ExchangeEnd) => void
   }
 >()("@svc/server/ProxyEvents") {
-  static readonly layer = (options?: { readonly recordingCap?: number }) =>
+  static readonly layerNoDeps = (options?: { readonly recordingCap?: number }) =>
     Layer.effect(
       ProxyEvents,
       Effect.gen(function* () {

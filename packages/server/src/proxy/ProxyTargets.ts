@@ -53,7 +53,7 @@ export class ProxyTargets extends Context.Service<
     readonly afterUnauthorized: (target: ProxyTarget) => Effect.Effect<ProxyTarget | undefined>
   }
 >()("@svc/server/ProxyTargets") {
-  static readonly layer: Layer.Layer<
+  static readonly layerNoDeps: Layer.Layer<
     ProxyTargets,
     never,
     ResourceOps | ConnectorDefinitions | TokenRefresher | ConnectionChanges | SvcConfig

@@ -26,7 +26,7 @@ export class ActorDirectory extends Context.Service<
     invalidate(externalId: string): Effect.Effect<void>
   }
 >()("svc/server/ActorDirectory") {
-  static readonly layer = Layer.effect(
+  static readonly layerNoDeps = Layer.effect(
     ActorDirectory,
     Effect.gen(function* () {
       const repo = yield* ActorRepo

@@ -67,71 +67,72 @@ export class Actors extends Context.Service<
     readonly guard: (row: ActorResourceRow) => Effect.Effect<void, ResourceError>
   }
 >()("@svc/server/Actors") {
-  static readonly layer: Layer.Layer<Actors, never, ResourceOps | Listing | ActorRepo | ActorDirectory> = Layer.effect(
-    Actors,
-    Effect.gen(function* () {
-      const ops = yield* ResourceOps
-      const listing = yield* Listing
-      const actorRepo = yield* ActorRepo
-      const directory = yield* ActorDirectory
+  static readonly layerNoDeps: Layer.Layer<Actors, never, ResourceOps | Listing | ActorRepo | ActorDirectory> =
+    Layer.effect(
+      Actors,
+      Effect.gen(function* () {
+        const ops = yield* ResourceOps
+        const listing = yield* Listing
+        const actorRepo = yield* ActorRepo
+        const directory = yield* ActorDirectory
 
-      const create = Effect.fn("Actors.create")(function* (actor: AuthenticatedActor, body: CreateActor) {
-        const permissions = body.permissions ?? []
-        yield* checkScope(body.namespace, permissions)
-        yield* ops.authorizeCreate(actor, Kinds.actors, body.namespace)
-        const existing = yield* Effect.orDie(actorRepo.findByExternalId(body.externalId))
-        if (Option.isSome(existing)) {
-          return yield* new Conflict({
-            error: `an actor with externalId "${body.externalId}" already exists`,
-            code: "external_id_conflict"
-          })
-        }
-        const row = yield* ops.create(actor, Kinds.actors, {
-          id: makeId("act"),
-          namespace: body.namespace,
-          name: body.name,
-          labels: body.labels,
-          annotations: body.annotations,
-          columns: { externalId: body.externalId, permissions: jsonb(permissions), source: "api" }
-        })
-        yield* directory.invalidate(row.externalId)
-        return Present.actor(row)
-      })
-
-      const update = Effect.fn("Actors.update")(function* (actor: AuthenticatedActor, id: string, body: UpdateActor) {
-        const row = yield* ops.update(
-          actor,
-          Kinds.actors,
-          id,
-          {
+        const create = Effect.fn("Actors.create")(function* (actor: AuthenticatedActor, body: CreateActor) {
+          const permissions = body.permissions ?? []
+          yield* checkScope(body.namespace, permissions)
+          yield* ops.authorizeCreate(actor, Kinds.actors, body.namespace)
+          const existing = yield* Effect.orDie(actorRepo.findByExternalId(body.externalId))
+          if (Option.isSome(existing)) {
+            return yield* new Conflict({
+              error: `an actor with externalId "${body.externalId}" already exists`,
+              code: "external_id_conflict"
+            })
+          }
+          const row = yield* ops.create(actor, Kinds.actors, {
+            id: makeId("act"),
+            namespace: body.namespace,
             name: body.name,
             labels: body.labels,
             annotations: body.annotations,
-            columns: body.permissions === undefined ? {} : { permissions: jsonb(body.permissions) }
-          },
-          (current) =>
-            Effect.andThen(
-              body.permissions === undefined ? Effect.void : checkScope(current.namespace, body.permissions),
-              readOnly(current)
-            )
-        )
-        yield* directory.invalidate(row.externalId)
-        return Present.actor(row)
-      })
+            columns: { externalId: body.externalId, permissions: jsonb(permissions), source: "api" }
+          })
+          yield* directory.invalidate(row.externalId)
+          return Present.actor(row)
+        })
 
-      const remove = Effect.fn("Actors.remove")(function* (actor: AuthenticatedActor, id: string) {
-        const removed = yield* ops.remove(actor, Kinds.actors, id, readOnly)
-        yield* directory.invalidate(removed.externalId)
-      })
+        const update = Effect.fn("Actors.update")(function* (actor: AuthenticatedActor, id: string, body: UpdateActor) {
+          const row = yield* ops.update(
+            actor,
+            Kinds.actors,
+            id,
+            {
+              name: body.name,
+              labels: body.labels,
+              annotations: body.annotations,
+              columns: body.permissions === undefined ? {} : { permissions: jsonb(body.permissions) }
+            },
+            (current) =>
+              Effect.andThen(
+                body.permissions === undefined ? Effect.void : checkScope(current.namespace, body.permissions),
+                readOnly(current)
+              )
+          )
+          yield* directory.invalidate(row.externalId)
+          return Present.actor(row)
+        })
 
-      return Actors.of({
-        create,
-        list: (actor, query) => listing.list(actor, Kinds.actors, query, Present.actor, { externalId: "externalId" }),
-        get: (actor, id) => Effect.map(ops.load(actor, Kinds.actors, id, "get"), Present.actor),
-        update,
-        remove,
-        guard: readOnly
+        const remove = Effect.fn("Actors.remove")(function* (actor: AuthenticatedActor, id: string) {
+          const removed = yield* ops.remove(actor, Kinds.actors, id, readOnly)
+          yield* directory.invalidate(removed.externalId)
+        })
+
+        return Actors.of({
+          create,
+          list: (actor, query) => listing.list(actor, Kinds.actors, query, Present.actor, { externalId: "externalId" }),
+          get: (actor, id) => Effect.map(ops.load(actor, Kinds.actors, id, "get"), Present.actor),
+          update,
+          remove,
+          guard: readOnly
+        })
       })
-    })
-  )
+    )
 }

@@ -23,7 +23,7 @@ export class ConnectorDefinitions extends Context.Service<
     ) => Effect.Effect<{ readonly version: number; readonly definition: ConnectorDefinition }, Conflict>
   }
 >()("@svc/server/ConnectorDefinitions") {
-  static readonly layer: Layer.Layer<ConnectorDefinitions, never, ConnectorRepo> = Layer.effect(
+  static readonly layerNoDeps: Layer.Layer<ConnectorDefinitions, never, ConnectorRepo> = Layer.effect(
     ConnectorDefinitions,
     Effect.gen(function* () {
       const repo = yield* ConnectorRepo

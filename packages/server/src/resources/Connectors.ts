@@ -62,7 +62,7 @@ export class Connectors extends Context.Service<
     ) => Effect.Effect<ConnectorVersion, ResourceError>
   }
 >()("@svc/server/Connectors") {
-  static readonly layer: Layer.Layer<
+  static readonly layerNoDeps: Layer.Layer<
     Connectors,
     never,
     ResourceOps | Listing | ConnectorRepo | ResourceRepo | DefinitionValidator

@@ -29,53 +29,58 @@ export class Keys extends Context.Service<
     readonly rotate: (actor: AuthenticatedActor, id: string) => Effect.Effect<Key, ResourceError>
   }
 >()("@svc/server/Keys") {
-  static readonly layer: Layer.Layer<Keys, never, ResourceOps | Listing | Encryption | DataKeyRepo> = Layer.effect(
-    Keys,
-    Effect.gen(function* () {
-      const ops = yield* ResourceOps
-      const listing = yield* Listing
-      const encryption = yield* Encryption
-      const dataKeys = yield* DataKeyRepo
-      const invalidate = Effect.sync(() => encryption.invalidate())
-      // A key from before encryption existed has no data key yet: it gets version 1 on first use.
-      const present = (rows: ReadonlyArray<KeyRow>) =>
-        Effect.map(Effect.orDie(dataKeys.latestVersions(rows.map((row) => row.id))), (versions) =>
-          rows.map((row) => Present.key(row, versions.get(row.id) ?? 1))
-        )
-      const presentOne = (row: KeyRow) => Effect.map(present([row]), (keys) => keys[0]!)
+  static readonly layerNoDeps: Layer.Layer<Keys, never, ResourceOps | Listing | Encryption | DataKeyRepo> =
+    Layer.effect(
+      Keys,
+      Effect.gen(function* () {
+        const ops = yield* ResourceOps
+        const listing = yield* Listing
+        const encryption = yield* Encryption
+        const dataKeys = yield* DataKeyRepo
+        const invalidate = Effect.sync(() => encryption.invalidate())
+        // A key from before encryption existed has no data key yet: it gets version 1 on first use.
+        const present = (rows: ReadonlyArray<KeyRow>) =>
+          Effect.map(Effect.orDie(dataKeys.latestVersions(rows.map((row) => row.id))), (versions) =>
+            rows.map((row) => Present.key(row, versions.get(row.id) ?? 1))
+          )
+        const presentOne = (row: KeyRow) => Effect.map(present([row]), (keys) => keys[0]!)
 
-      return Keys.of({
-        create: (actor, body) => {
-          const id = makeId("key")
-          return ops
-            .create(actor, Kinds.keys, {
-              id,
-              namespace: body.namespace,
-              name: body.name,
-              labels: body.labels,
-              annotations: body.annotations,
-              columns: {},
-              afterInsert: encryption.provisionKey(id)
-            })
-            .pipe(Effect.tap(invalidate), Effect.flatMap(presentOne))
-        },
-        list: (actor, query) =>
-          Effect.flatMap(
-            listing.list(actor, Kinds.keys, query, (row) => row),
-            (page) => Effect.map(present(page.items), (items) => ({ ...page, items }))
-          ),
-        get: (actor, id) => Effect.flatMap(ops.load(actor, Kinds.keys, id, "get"), presentOne),
-        update: (actor, id, body) =>
-          Effect.flatMap(
-            ops.update(actor, Kinds.keys, id, { name: body.name, labels: body.labels, annotations: body.annotations }),
-            presentOne
-          ),
-        remove: (actor, id) => ops.remove(actor, Kinds.keys, id).pipe(Effect.andThen(invalidate)),
-        rotate: (actor, id) =>
-          Effect.flatMap(ops.load(actor, Kinds.keys, id, "update"), (row) =>
-            Effect.map(encryption.rotate(id), ({ version }) => Present.key(row, version))
-          ).pipe(Effect.withSpan("Keys.rotate"))
+        return Keys.of({
+          create: (actor, body) => {
+            const id = makeId("key")
+            return ops
+              .create(actor, Kinds.keys, {
+                id,
+                namespace: body.namespace,
+                name: body.name,
+                labels: body.labels,
+                annotations: body.annotations,
+                columns: {},
+                afterInsert: encryption.provisionKey(id)
+              })
+              .pipe(Effect.tap(invalidate), Effect.flatMap(presentOne))
+          },
+          list: (actor, query) =>
+            Effect.flatMap(
+              listing.list(actor, Kinds.keys, query, (row) => row),
+              (page) => Effect.map(present(page.items), (items) => ({ ...page, items }))
+            ),
+          get: (actor, id) => Effect.flatMap(ops.load(actor, Kinds.keys, id, "get"), presentOne),
+          update: (actor, id, body) =>
+            Effect.flatMap(
+              ops.update(actor, Kinds.keys, id, {
+                name: body.name,
+                labels: body.labels,
+                annotations: body.annotations
+              }),
+              presentOne
+            ),
+          remove: (actor, id) => ops.remove(actor, Kinds.keys, id).pipe(Effect.andThen(invalidate)),
+          rotate: (actor, id) =>
+            Effect.flatMap(ops.load(actor, Kinds.keys, id, "update"), (row) =>
+              Effect.map(encryption.rotate(id), ({ version }) => Present.key(row, version))
+            ).pipe(Effect.withSpan("Keys.rotate"))
+        })
       })
-    })
-  )
+    )
 }

@@ -71,7 +71,7 @@ export class Listing extends Context.Service<
     ) => Effect.Effect<ListPage<A>, BadRequest>
   }
 >()("@svc/server/Listing") {
-  static readonly layer: Layer.Layer<Listing, never, ResourceRepo> = Layer.effect(
+  static readonly layerNoDeps: Layer.Layer<Listing, never, ResourceRepo> = Layer.effect(
     Listing,
     Effect.gen(function* () {
       const repo = yield* ResourceRepo

@@ -58,7 +58,7 @@ export class Metadata extends Context.Service<
     ) => Effect.Effect<void, ResourceError>
   }
 >()("@svc/server/Metadata") {
-  static readonly layer: Layer.Layer<Metadata, never, ResourceOps | Actors> = Layer.effect(
+  static readonly layerNoDeps: Layer.Layer<Metadata, never, ResourceOps | Actors> = Layer.effect(
     Metadata,
     Effect.gen(function* () {
       const ops = yield* ResourceOps

@@ -24,7 +24,7 @@ export class Namespaces extends Context.Service<
     readonly remove: (actor: AuthenticatedActor, path: string) => Effect.Effect<void, ResourceError>
   }
 >()("@svc/server/Namespaces") {
-  static readonly layer: Layer.Layer<Namespaces, never, ResourceOps | Listing | ResourceRepo> = Layer.effect(
+  static readonly layerNoDeps: Layer.Layer<Namespaces, never, ResourceOps | Listing | ResourceRepo> = Layer.effect(
     Namespaces,
     Effect.gen(function* () {
       const ops = yield* ResourceOps

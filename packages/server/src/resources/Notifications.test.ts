@@ -15,8 +15,8 @@ import { at, envelope, fixtureId } from "@svc/sql/TestRows"
 
 const createdAt = at(0)
 
-const Test = Notifications.layer.pipe(
-  Layer.provideMerge(ResourceOps.layer),
+const Test = Notifications.layerNoDeps.pipe(
+  Layer.provideMerge(ResourceOps.layerNoDeps),
   Layer.provideMerge(Layer.mergeAll(ResourceRepo.layer, ConnectorRepo.layer, NotificationRepo.layer)),
   Layer.provideMerge(Layer.provideMerge(Migrations.layerMain, TestDatabase.pglite))
 )

@@ -51,7 +51,7 @@ export class Notifications extends Context.Service<
     readonly clear: (connectionId: string, key: string) => Effect.Effect<boolean>
   }
 >()("@svc/server/Notifications") {
-  static readonly layer: Layer.Layer<Notifications, never, NotificationRepo | ResourceOps> = Layer.effect(
+  static readonly layerNoDeps: Layer.Layer<Notifications, never, NotificationRepo | ResourceOps> = Layer.effect(
     Notifications,
     Effect.gen(function* () {
       const repo = yield* NotificationRepo

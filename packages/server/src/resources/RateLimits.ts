@@ -30,7 +30,7 @@ export class RateLimits extends Context.Service<
     readonly remove: (actor: AuthenticatedActor, id: string) => Effect.Effect<void, ResourceError>
   }
 >()("@svc/server/RateLimits") {
-  static readonly layer: Layer.Layer<RateLimits, never, ResourceOps | Listing> = Layer.effect(
+  static readonly layerNoDeps: Layer.Layer<RateLimits, never, ResourceOps | Listing> = Layer.effect(
     RateLimits,
     Effect.gen(function* () {
       const ops = yield* ResourceOps

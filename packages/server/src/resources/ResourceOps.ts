@@ -110,7 +110,7 @@ export class ResourceOps extends Context.Service<
     ) => Effect.Effect<Row, ResourceError>
   }
 >()("@svc/server/ResourceOps") {
-  static readonly layer: Layer.Layer<ResourceOps, never, ResourceRepo> = Layer.effect(
+  static readonly layerNoDeps: Layer.Layer<ResourceOps, never, ResourceRepo> = Layer.effect(
     ResourceOps,
     Effect.gen(function* () {
       const repo = yield* ResourceRepo

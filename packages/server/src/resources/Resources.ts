@@ -20,17 +20,22 @@ import { Search } from "./Search.ts"
 
 /** Every resource service; needs the repositories, the actor directory, encryption and the config. */
 export const layerNoDeps = Layer.mergeAll(
-  Namespaces.layer,
-  Actors.layer,
-  Connectors.layer,
-  Keys.layer,
-  RateLimits.layer,
-  Search.layer
+  Namespaces.layerNoDeps,
+  Actors.layerNoDeps,
+  Connectors.layerNoDeps,
+  Keys.layerNoDeps,
+  RateLimits.layerNoDeps,
+  Search.layerNoDeps
 ).pipe(
-  (services) => Metadata.layer.pipe(Layer.provideMerge(services)),
-  Layer.provideMerge(Notifications.layer),
+  (services) => Metadata.layerNoDeps.pipe(Layer.provideMerge(services)),
+  Layer.provideMerge(Notifications.layerNoDeps),
   Layer.provideMerge(
-    Layer.mergeAll(ResourceOps.layer, Listing.layer, ConnectorDefinitions.layer, DefinitionValidator.layer)
+    Layer.mergeAll(
+      ResourceOps.layerNoDeps,
+      Listing.layerNoDeps,
+      ConnectorDefinitions.layerNoDeps,
+      DefinitionValidator.layer
+    )
   ),
   Layer.provideMerge(ConnectionChanges.layer)
 )

@@ -25,7 +25,7 @@ export class Search extends Context.Service<
     ) => Effect.Effect<{ items: ReadonlyArray<SearchHit> }, BadRequest>
   }
 >()("@svc/server/Search") {
-  static readonly layer: Layer.Layer<Search, never, SearchRepo> = Layer.effect(
+  static readonly layerNoDeps: Layer.Layer<Search, never, SearchRepo> = Layer.effect(
     Search,
     Effect.gen(function* () {
       const repo = yield* SearchRepo

@@ -101,7 +101,7 @@ const checker = (options: Options) => {
 }
 
 /** The workflow, the outbox dispatcher and the consistency checker, for a worker. */
-export const layer = (options: Options) =>
+export const layerNoDeps = (options: Options) =>
   Layer.mergeAll(
     Singleton.make(LabelPropagationDispatcherSingleton, dispatcher(options)),
     Singleton.make(LabelConsistencyCheckerSingleton, checker(options))

@@ -8,7 +8,7 @@ import { type Sharding, Singleton } from "effect/cluster"
 import { ProbeScheduler } from "../connections/ProbeScheduler.ts"
 
 /** The singleton loop; a failed pass is logged and the next tick runs as usual. */
-export const layer = (options: {
+export const layerNoDeps = (options: {
   readonly pollInterval: Duration.Input
 }): Layer.Layer<never, never, ProbeScheduler | Sharding.Sharding> =>
   Singleton.make(

@@ -23,7 +23,7 @@ const Database = DataKeyRepo.layer.pipe(
   Layer.provideMerge(Layer.provideMerge(Migrations.layerMain, TestDatabase.pgliteMemory))
 )
 
-const Test = ReencryptionLive.layer({ pollInterval: "20 millis", settleDelay: "1 hour" }).pipe(
+const Test = ReencryptionLive.layerNoDeps({ pollInterval: "20 millis", settleDelay: "1 hour" }).pipe(
   Layer.provide([FakeSweeper, WorkflowEngine.layerMemory, TestRunner.layer]),
   Layer.provideMerge(Database)
 )

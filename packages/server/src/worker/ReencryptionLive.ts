@@ -63,5 +63,5 @@ const dispatcher = (options: Options) =>
   )
 
 /** The workflow and the outbox dispatcher, for a worker. */
-export const layer = (options: Options) =>
+export const layerNoDeps = (options: Options) =>
   Singleton.make(ReencryptionDispatcherSingleton, dispatcher(options)).pipe(Layer.provideMerge(workflowLayer))

@@ -11,7 +11,7 @@ import * as RefreshSweep from "../connections/RefreshSweep.ts"
 import type { TokenRefresher } from "../connections/TokenRefresher.ts"
 
 /** The singleton loop; a failed pass is logged and the next one runs after `pollInterval`. */
-export const layer = (options: {
+export const layerNoDeps = (options: {
   readonly pollInterval: Duration.Input
 }): Layer.Layer<never, never, TokenRefresher | ConnectionRepo | SvcConfig | Sharding.Sharding> =>
   Singleton.make(

@@ -17,16 +17,16 @@ import * as TokenRefreshSweepLive from "./TokenRefreshSweepLive.ts"
 /** The runner and every singleton and workflow of a worker; needs the stores and the services. */
 export const layerNoDeps = (config: ResolvedConfig) =>
   Layer.mergeAll(
-    LabelPropagationLive.layer({
+    LabelPropagationLive.layerNoDeps({
       pollInterval: Duration.millis(config.labels.propagationPollIntervalMs),
       consistencyCheckInterval: Duration.millis(config.labels.consistencyCheckIntervalMs)
     }),
-    ReencryptionLive.layer({
+    ReencryptionLive.layerNoDeps({
       pollInterval: Duration.millis(config.encryption.reencryptPollIntervalMs),
       settleDelay: Duration.sum(resolutionTtl, Duration.seconds(1))
-    }).pipe(Layer.provide(Reencryption.layer)),
-    ProbeMonitorLive.layer({ pollInterval: Duration.millis(config.probes.pollIntervalMs) }).pipe(
+    }).pipe(Layer.provide(Reencryption.layerNoDeps)),
+    ProbeMonitorLive.layerNoDeps({ pollInterval: Duration.millis(config.probes.pollIntervalMs) }).pipe(
       Layer.provide(ProbeScheduler.layerNoDeps)
     ),
-    TokenRefreshSweepLive.layer({ pollInterval: Duration.millis(config.oauth2.refreshSweepIntervalMs) })
+    TokenRefreshSweepLive.layerNoDeps({ pollInterval: Duration.millis(config.oauth2.refreshSweepIntervalMs) })
   ).pipe(Layer.provideMerge(ClusterRuntime.layerSingle()))

@@ -1,0 +1,13 @@
+/**
+ * The proxy data plane as a feature (spec 4.2): the pipeline of `_proxy` and `_proxy_raw` with
+ * its cached targets and its request-event writer.
+ */
+import { Layer } from "effect"
+import { DataPlane } from "./DataPlane.ts"
+import { ProxyEvents } from "./ProxyEvents.ts"
+import { ProxyTargets } from "./ProxyTargets.ts"
+
+/** `DataPlane`; needs the connection services, the outbound client, the request-event sink and the config. */
+export const layerNoDeps = DataPlane.layerNoDeps.pipe(
+  Layer.provide(Layer.mergeAll(ProxyTargets.layerNoDeps, ProxyEvents.layerNoDeps()))
+)
