@@ -5,50 +5,10 @@
  * refused request named is stored, and the service still answers afterwards. Loopback only,
  * bounded in count.
  */
+import { hostileText, wtf8PercentEncode } from "@svc/domain/testing/HostileInput"
 import * as fc from "fast-check"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ConnectorBody, definition, expectStatus, launch, rand, resources, type Svc } from "../support/Api.ts"
-
-const hostile = fc.oneof(
-  fc.constantFrom(
-    "\u0000",
-    "a\u0000b",
-    "\ud800",
-    "x\udfff",
-    "\udc00\ud800",
-    "a\r\nX-Evil: 1",
-    "\u001b[31m",
-    "\u007f",
-    "1e3",
-    "0x10",
-    " 1",
-    "01",
-    "-0",
-    "1.0",
-    "NaN",
-    "9007199254740993",
-    "",
-    "%",
-    "../..",
-    "x".repeat(5_000)
-  ),
-  fc.string({ unit: "binary", maxLength: 24 }),
-  fc.string({ unit: fc.integer({ min: 0, max: 0x1f }).map((c) => String.fromCharCode(c)), maxLength: 6 })
-)
-
-/** Percent-encodes every UTF-16 unit, a lone surrogate as its 3-byte WTF-8 form (as a hostile client would). */
-const enc = (text: string): string => {
-  let out = ""
-  for (const ch of text) {
-    const cp = ch.codePointAt(0)!
-    if (cp >= 0xd800 && cp <= 0xdfff) {
-      out += [0xe0 | (cp >> 12), 0x80 | ((cp >> 6) & 0x3f), 0x80 | (cp & 0x3f)]
-        .map((b) => `%${b.toString(16)}`)
-        .join("")
-    } else out += encodeURIComponent(ch)
-  }
-  return out
-}
 
 const deepJson = (depth: number): string => `${"[".repeat(depth)}1${"]".repeat(depth)}`
 
@@ -129,21 +89,24 @@ describe("input fuzz (black box)", () => {
       body: JSON.stringify({ path: `root.${m}`, annotations: { [h]: "v" } }),
       marker: m
     }),
-    (h) => ({ method: "GET", path: `/api/v1/namespaces/${enc(h)}` }),
+    (h) => ({ method: "GET", path: `/api/v1/namespaces/${wtf8PercentEncode(h)}` }),
     (h) => ({
       method: "PATCH",
-      path: `/api/v1/namespaces/root.${enc(h)}`,
+      path: `/api/v1/namespaces/root.${wtf8PercentEncode(h)}`,
       body: JSON.stringify({ annotations: { a: h } })
     }),
-    (h) => ({ method: "GET", path: `/api/v1/namespaces?name=${enc(h)}&limit=${enc(h)}` }),
+    (h) => ({ method: "GET", path: `/api/v1/namespaces?name=${wtf8PercentEncode(h)}&limit=${wtf8PercentEncode(h)}` }),
     (h, m) => ({
       method: "POST",
       path: "/api/v1/actors",
       body: JSON.stringify({ externalId: `${m}${h}`, namespace: "root", name: m }),
       marker: m
     }),
-    (h) => ({ method: "GET", path: `/api/v1/actors?labelSelector=${enc(h)}&cursor=${enc(h)}` }),
-    (h) => ({ method: "GET", path: `/api/v1/actors/${enc(h)}` }),
+    (h) => ({
+      method: "GET",
+      path: `/api/v1/actors?labelSelector=${wtf8PercentEncode(h)}&cursor=${wtf8PercentEncode(h)}`
+    }),
+    (h) => ({ method: "GET", path: `/api/v1/actors/${wtf8PercentEncode(h)}` }),
     (h, m) => ({
       method: "POST",
       path: "/api/v1/connectors",
@@ -154,7 +117,7 @@ describe("input fuzz (black box)", () => {
       }),
       marker: m
     }),
-    (h) => ({ method: "GET", path: `/api/v1/connectors/${connectorId}/versions/${enc(h)}` }),
+    (h) => ({ method: "GET", path: `/api/v1/connectors/${connectorId}/versions/${wtf8PercentEncode(h)}` }),
     (h) => ({
       method: "POST",
       path: `/api/v1/connectors/${connectorId}/versions`,
@@ -177,13 +140,16 @@ describe("input fuzz (black box)", () => {
       path: `/api/v1/connections/${connectionId}/credentials`,
       body: JSON.stringify({ credentials: { api_key: `k${h}` } })
     }),
-    (h) => ({ method: "POST", path: `/api/v1/connections/${enc(h)}/_disconnect` }),
+    (h) => ({ method: "POST", path: `/api/v1/connections/${wtf8PercentEncode(h)}/_disconnect` }),
     (h) => ({
       method: "POST",
       path: `/api/v1/connections/${connectionId}/_proxy`,
       body: JSON.stringify({ url: "http://127.0.0.1:9/x", method: "POST", headers: { "x-h": h }, bodyJson: { v: h } })
     }),
-    (h) => ({ method: "GET", path: `/api/v1/connections?name=${enc(h)}&connectorId=${enc(h)}&state=${enc(h)}` }),
+    (h) => ({
+      method: "GET",
+      path: `/api/v1/connections?name=${wtf8PercentEncode(h)}&connectorId=${wtf8PercentEncode(h)}&state=${wtf8PercentEncode(h)}`
+    }),
     (h, m) => ({
       method: "POST",
       path: "/api/v1/keys",
@@ -192,16 +158,16 @@ describe("input fuzz (black box)", () => {
     }),
     (h) => ({
       method: "GET",
-      path: `/api/v1/metrics/request-events?statusCode=${enc(h)}&start=${enc(h)}&limit=${enc(h)}`
+      path: `/api/v1/metrics/request-events?statusCode=${wtf8PercentEncode(h)}&start=${wtf8PercentEncode(h)}&limit=${wtf8PercentEncode(h)}`
     }),
-    (h) => ({ method: "GET", path: `/api/v1/search/resources?q=${enc(h)}` }),
-    (h) => ({ method: "GET", path: `/api/v1/rate-limits?label_selector=${enc(h)}` }),
+    (h) => ({ method: "GET", path: `/api/v1/search/resources?q=${wtf8PercentEncode(h)}` }),
+    (h) => ({ method: "GET", path: `/api/v1/rate-limits?label_selector=${wtf8PercentEncode(h)}` }),
     (h) => ({ method: "POST", path: "/api/v1/notifications/_viewed", body: JSON.stringify({ ids: [h] }) })
   ]
 
   it("~20 routes: never 5xx, every 4xx the standard body", async () => {
     await fc.assert(
-      fc.asyncProperty(hostile, fc.integer({ min: 0, max: routes.length - 1 }), async (h, index) => {
+      fc.asyncProperty(hostileText, fc.integer({ min: 0, max: routes.length - 1 }), async (h, index) => {
         await send(routes[index]!(h, `fz${rand()}`))
       }),
       { numRuns: 300, seed: 1313 }
