@@ -37,7 +37,8 @@ for (const [backend, db] of TestDatabase.backends) {
           [2, "resources"],
           [3, "secrets_and_probes"],
           [4, "notifications"],
-          [5, "oauth2"]
+          [5, "oauth2"],
+          [6, "connection_controls"]
         ])
         assert.deepStrictEqual(yield* Migrations.migrateAppMetrics, [
           [1, "request_events"],
@@ -53,7 +54,8 @@ for (const [backend, db] of TestDatabase.backends) {
           { migration_id: 2, name: "resources" },
           { migration_id: 3, name: "secrets_and_probes" },
           { migration_id: 4, name: "notifications" },
-          { migration_id: 5, name: "oauth2" }
+          { migration_id: 5, name: "oauth2" },
+          { migration_id: 6, name: "connection_controls" }
         ])
         assert.deepStrictEqual(yield* history("app_metrics_schema_migrations"), [
           { migration_id: 1, name: "request_events" },
@@ -67,6 +69,7 @@ for (const [backend, db] of TestDatabase.backends) {
           [
             "actors",
             "app_metrics_schema_migrations",
+            "connection_controls",
             "connections",
             "connector_versions",
             "connectors",

@@ -99,7 +99,7 @@ export class CounterStore extends Context.Service<
       CounterStore,
       Effect.gen(function* () {
         const context = yield* Effect.context<never>()
-        const client = yield* Effect.acquireRelease(connect(options, context), (client) =>
+        const client = yield* Effect.acquireRelease(connectRedis(options, context), (client) =>
           Effect.promise(() => client.quit()).pipe(
             Effect.timeout(Duration.seconds(2)),
             Effect.ignore,
@@ -125,7 +125,8 @@ export class CounterStore extends Context.Service<
     )
 }
 
-const connect = (options: RedisCounterStoreOptions, context: Context.Context<never>) =>
+/** Connects an ioredis client with the store's fail-fast settings (no offline queue, no retries). */
+export const connectRedis = (options: RedisCounterStoreOptions, context: Context.Context<never>) =>
   Effect.tryPromise({
     try: async () => {
       const url = Redacted.isRedacted(options.url) ? Redacted.value(options.url) : options.url

@@ -1,9 +1,10 @@
 /**
- * The stores of a process (ARCHITECTURE "Processes"): the SQL clients, the counter store, every
+ * The stores of a process (ARCHITECTURE "Processes"): the SQL clients, the counter and cool-down stores, every
  * repository, the readiness checks of `/healthz`, and the start-up preparation (migrations or the
  * schema check, then the configured actors synchronised).
  */
 import { ActorRepo } from "@svc/sql/ActorRepo"
+import { ConnectionControlRepo } from "@svc/sql/ConnectionControlRepo"
 import { ConnectionRepo } from "@svc/sql/ConnectionRepo"
 import { ConnectorRepo } from "@svc/sql/ConnectorRepo"
 import { DataKeyRepo } from "@svc/sql/DataKeyRepo"
@@ -18,6 +19,7 @@ import { SearchRepo } from "@svc/sql/SearchRepo"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { ResolvedConfig } from "../config/SvcConfig.ts"
+import { CoolDownStore } from "./CoolDownStore.ts"
 import { CounterStore } from "./CounterStore.ts"
 import * as Database from "./Database.ts"
 import { AppMetricsSql } from "./Database.ts"
@@ -28,6 +30,12 @@ export const counterStoreLayer = (config: ResolvedConfig) =>
   config.counterStore.provider === "redis"
     ? CounterStore.layerRedis({ url: config.counterStore.url, keyPrefix: config.counterStore.keyPrefix })
     : CounterStore.layerMemory
+
+/** The configured cool-down store (spec 2.9): on the counter store's Redis and key prefix, or in memory. */
+export const coolDownStoreLayer = (config: ResolvedConfig) =>
+  config.counterStore.provider === "redis"
+    ? CoolDownStore.layerRedis({ url: config.counterStore.url, keyPrefix: config.counterStore.keyPrefix })
+    : CoolDownStore.layerMemory
 
 /** Applies the main and app-metrics migrations; returns which ran. */
 export const migrate = Effect.gen(function* () {
@@ -48,7 +56,8 @@ const repositories = Layer.mergeAll(
   ProbeStateRepo.layer,
   DataKeyRepo.layer,
   NotificationRepo.layer,
-  MaintenanceRunRepo.layer
+  MaintenanceRunRepo.layer,
+  ConnectionControlRepo.layer
 )
 
 /** Readiness of the database(s) and the counter store. */
@@ -112,6 +121,10 @@ export const layer = (config: ResolvedConfig, options: { readonly applyMigration
     startup(config, options.applyMigrations).pipe(Layer.provide(repositories))
   ).pipe(
     Layer.provideMerge(
-      Layer.mergeAll(Database.layer(config.database, config.appMetricsDatabase), counterStoreLayer(config))
+      Layer.mergeAll(
+        Database.layer(config.database, config.appMetricsDatabase),
+        counterStoreLayer(config),
+        coolDownStoreLayer(config)
+      )
     )
   )

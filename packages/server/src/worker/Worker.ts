@@ -9,6 +9,7 @@ import type { ResolvedConfig } from "../config/SvcConfig.ts"
 import { ProbeScheduler } from "../connections/ProbeScheduler.ts"
 import { resolutionTtl } from "../crypto/Encryption.ts"
 import { Reencryption } from "../crypto/Reencryption.ts"
+import * as ConnectionEntityLive from "./ConnectionEntityLive.ts"
 import * as LabelPropagationLive from "./LabelPropagationLive.ts"
 import * as ProbeMonitorLive from "./ProbeMonitorLive.ts"
 import * as ReencryptionLive from "./ReencryptionLive.ts"
@@ -28,5 +29,6 @@ export const layerNoDeps = (config: ResolvedConfig) =>
     ProbeMonitorLive.layerNoDeps({ pollInterval: Duration.millis(config.probes.pollIntervalMs) }).pipe(
       Layer.provide(ProbeScheduler.layerNoDeps)
     ),
-    TokenRefreshSweepLive.layerNoDeps({ pollInterval: Duration.millis(config.oauth2.refreshSweepIntervalMs) })
+    TokenRefreshSweepLive.layerNoDeps({ pollInterval: Duration.millis(config.oauth2.refreshSweepIntervalMs) }),
+    ConnectionEntityLive.layerNoDeps()
   ).pipe(Layer.provideMerge(ClusterRuntime.layerSingle()))

@@ -1,0 +1,99 @@
+/**
+ * The `Connection` entity (ARCHITECTURE "The Connection entity"), keyed by connection id: the
+ * single owner of a connection's control state — the reactive cool-down (spec 2.9) and the
+ * version migration lock (spec 4.3 rule 6). Changes are persisted messages handled in the
+ * storage transaction (the state row and the reply commit together, so a redelivery after a crash
+ * never applies a change twice); reads are volatile and answered from memory. Times are epoch
+ * milliseconds. Handlers: `packages/server/src/worker/ConnectionEntityLive.ts`.
+ */
+import { ConnectionEntityType } from "@svc/domain/DurableNames"
+import { Schema } from "effect"
+import { ClusterSchema, Entity } from "effect/cluster"
+import { Rpc } from "effect/rpc"
+
+/** A point in time as epoch milliseconds. */
+export const EpochMillis = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
+
+/** The cool-down a connection is in: the consecutive 429 count and the end, none once it has passed. */
+export const CoolDown = Schema.Struct({
+  consecutive429s: Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)),
+  until: Schema.OptionFromNullOr(EpochMillis)
+})
+export type CoolDown = typeof CoolDown.Type
+
+/** Who holds a connection's migration lock and when the hold lapses unless renewed. */
+export const MigrationLockHolder = Schema.Struct({
+  owner: Schema.NonEmptyString,
+  expiresAt: EpochMillis
+})
+export type MigrationLockHolder = typeof MigrationLockHolder.Type
+
+/** The caller now holds the lock until `expiresAt`. */
+export const LockAcquired = Schema.TaggedStruct("Acquired", MigrationLockHolder.fields)
+
+/** Another owner holds the lock until `expiresAt`; the caller does not. */
+export const LockHeld = Schema.TaggedStruct("HeldBy", MigrationLockHolder.fields)
+
+/** The outcome of `acquireMigrationLock`. */
+export const AcquireResult = Schema.Union([LockAcquired, LockHeld])
+export type AcquireResult = typeof AcquireResult.Type
+
+/**
+ * An upstream answered 429 at `observedAt` (with `Retry-After` as `retryAfterMs` when it sent
+ * one): the streak grows, the cool-down end moves to the later of the current end and the new
+ * one, and it is published to the cool-down store. Replies the resulting cool-down.
+ */
+export const ReportUpstream429 = Rpc.make("reportUpstream429", {
+  payload: {
+    observedAt: EpochMillis,
+    retryAfterMs: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)))
+  },
+  success: CoolDown
+})
+  .annotate(ClusterSchema.Persisted, true)
+  .annotate(ClusterSchema.WithTransaction, true)
+
+/** An upstream call succeeded: the streak and the cool-down are cleared (also in the cool-down store). */
+export const ReportSuccess = Rpc.make("reportSuccess")
+  .annotate(ClusterSchema.Persisted, true)
+  .annotate(ClusterSchema.WithTransaction, true)
+
+/** Reads the current cool-down (volatile, from memory). */
+export const GetCoolDown = Rpc.make("coolDown", { success: CoolDown })
+
+/**
+ * Takes the migration lock for `owner` for `ttlMs` from now (the entity's clock), unless another
+ * owner holds an unexpired lock; the holder calling again renews its hold.
+ */
+export const AcquireMigrationLock = Rpc.make("acquireMigrationLock", {
+  payload: {
+    owner: Schema.NonEmptyString,
+    ttlMs: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 86_400_000 }))
+  },
+  success: AcquireResult
+})
+  .annotate(ClusterSchema.Persisted, true)
+  .annotate(ClusterSchema.WithTransaction, true)
+
+/** Frees the migration lock if `owner` holds it (even expired); true when it did. */
+export const ReleaseMigrationLock = Rpc.make("releaseMigrationLock", {
+  payload: { owner: Schema.NonEmptyString },
+  success: Schema.Boolean
+})
+  .annotate(ClusterSchema.Persisted, true)
+  .annotate(ClusterSchema.WithTransaction, true)
+
+/** The current, unexpired holder of the migration lock (volatile, from memory). */
+export const InspectMigrationLock = Rpc.make("inspectMigrationLock", {
+  success: Schema.OptionFromNullOr(MigrationLockHolder)
+})
+
+/** The `Connection` entity, keyed by connection id. */
+export const ConnectionEntity = Entity.make(ConnectionEntityType, [
+  ReportUpstream429,
+  ReportSuccess,
+  GetCoolDown,
+  AcquireMigrationLock,
+  ReleaseMigrationLock,
+  InspectMigrationLock
+])

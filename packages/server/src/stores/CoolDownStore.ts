@@ -1,0 +1,103 @@
+import { Clock, Context, Duration, Effect, Layer, Option } from "effect"
+import { connectRedis, type RedisCounterStoreOptions, StoreUnavailable } from "./CounterStore.ts"
+
+/** Options of {@link CoolDownStore.layerRedis}: the counter store's Redis settings. */
+export type RedisCoolDownStoreOptions = RedisCounterStoreOptions
+
+/** The Redis key of a connection's cool-down end, under the configured key prefix. */
+export const coolDownKey = (connectionId: string): string => `cool-down:${connectionId}`
+
+/**
+ * Published cool-down ends of connections (spec 2.9; ARCHITECTURE "The Connection entity"): the
+ * `Connection` entity writes, every proxy process reads without calling the entity. An entry is
+ * gone once its end has passed (`now >= until`) on both layers; failures are `StoreUnavailable`.
+ */
+export class CoolDownStore extends Context.Service<
+  CoolDownStore,
+  {
+    /** Records that `connectionId` cools down until `untilEpochMs`; an end already past clears it. */
+    publish(connectionId: string, untilEpochMs: number): Effect.Effect<void, StoreUnavailable>
+    /** Removes the connection's cool-down, if any. */
+    clear(connectionId: string): Effect.Effect<void, StoreUnavailable>
+    /** The end of the connection's current cool-down (epoch ms), none when it is not cooling down. */
+    get(connectionId: string): Effect.Effect<Option.Option<number>, StoreUnavailable>
+  }
+>()("@svc/server/stores/CoolDownStore") {
+  /** In-process map (the embedded default); expiry follows `Clock`, so `TestClock` drives it. */
+  static readonly layerMemory: Layer.Layer<CoolDownStore> = Layer.sync(CoolDownStore, () => {
+    const ends = new Map<string, number>()
+    return CoolDownStore.of({
+      publish: (connectionId, untilEpochMs) =>
+        Effect.map(Clock.currentTimeMillis, (now) => {
+          if (untilEpochMs > now) ends.set(connectionId, untilEpochMs)
+          else ends.delete(connectionId)
+        }),
+      clear: (connectionId) =>
+        Effect.sync(() => {
+          ends.delete(connectionId)
+        }),
+      get: (connectionId) =>
+        Effect.map(Clock.currentTimeMillis, (now) => {
+          const until = ends.get(connectionId)
+          if (until === undefined) return Option.none()
+          if (until <= now) {
+            ends.delete(connectionId)
+            return Option.none()
+          }
+          return Option.some(until)
+        })
+    })
+  })
+
+  /**
+   * One Redis key per connection holding the end in epoch ms, set with `PX` so Redis drops it
+   * when the cool-down ends; scoped like `CounterStore.layerRedis` (fails fast, quits on release).
+   */
+  static readonly layerRedis = (options: RedisCoolDownStoreOptions): Layer.Layer<CoolDownStore, StoreUnavailable> =>
+    Layer.effect(
+      CoolDownStore,
+      Effect.gen(function* () {
+        const context = yield* Effect.context<never>()
+        const client = yield* Effect.acquireRelease(
+          connectRedis({ connectionName: "svc-cool-down-store", ...options }, context),
+          (client) =>
+            Effect.promise(() => client.quit()).pipe(
+              Effect.timeout(Duration.seconds(2)),
+              Effect.ignore,
+              Effect.ensuring(Effect.sync(() => client.disconnect()))
+            )
+        )
+
+        const attempt = <A>(operation: string, run: () => Promise<A>) =>
+          Effect.tryPromise({ try: run, catch: (cause) => new StoreUnavailable({ operation, cause }) })
+
+        const clear = (connectionId: string) =>
+          Effect.asVoid(attempt("coolDown.clear", () => client.del(coolDownKey(connectionId))))
+
+        return CoolDownStore.of({
+          publish: (connectionId, untilEpochMs) =>
+            Effect.flatMap(Clock.currentTimeMillis, (now) => {
+              const ttl = Math.ceil(untilEpochMs - now)
+              return ttl > 0
+                ? Effect.asVoid(
+                    attempt("coolDown.publish", () =>
+                      client.set(coolDownKey(connectionId), String(Math.ceil(untilEpochMs)), "PX", ttl)
+                    )
+                  )
+                : clear(connectionId)
+            }),
+          clear,
+          get: (connectionId) =>
+            attempt("coolDown.get", () => client.get(coolDownKey(connectionId))).pipe(
+              Effect.flatMap((value) => {
+                if (value === null) return Effect.succeedNone
+                const until = Number(value)
+                return Number.isSafeInteger(until)
+                  ? Effect.succeedSome(until)
+                  : Effect.die(new Error(`malformed cool-down entry for ${connectionId}`))
+              })
+            )
+        })
+      })
+    )
+}
