@@ -6,7 +6,7 @@ import { ConnectionControlRepo, emptyControl } from "@svc/sql/ConnectionControlR
 import * as Migrations from "@svc/sql/Migrations"
 import * as TestDatabase from "@svc/sql/TestDatabase"
 import { Duration, Effect, Layer, Option } from "effect"
-import { Entity, ShardingConfig } from "effect/cluster"
+import { Entity, Sharding, ShardingConfig } from "effect/cluster"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
 import { CoolDownStore } from "../stores/CoolDownStore.ts"
@@ -255,3 +255,34 @@ for (const [backend, database] of TestDatabase.backends) {
     )
   })
 }
+
+describe("ConnectionEntity passivation (pglite)", () => {
+  const quicklyIdle = ConnectionEntityLive.layerNoDeps({ maxIdleTime: "200 millis" }).pipe(
+    Layer.provideMerge(ClusterRuntime.layerSingle(testRuntimeOptions)),
+    Layer.provideMerge(Layer.mergeAll(ConnectionControlRepo.layer, Migrations.layerMain).pipe(Layer.orDie)),
+    Layer.provideMerge(CoolDownStore.layerMemory)
+  )
+
+  it.live(
+    "an idle entity leaves memory and its next message rehydrates it",
+    () =>
+      Effect.gen(function* () {
+        const sharding = yield* Sharding.Sharding
+        const cxn = (yield* ConnectionEntity.client)("cxn_idle")
+        yield* cxn.acquireMigrationLock({ owner: "m1", ttlMs: 600_000 })
+        assert.strictEqual(yield* sharding.activeEntityCount, 1)
+        // The reaper looks every 5 s at the soonest.
+        const deadline = Date.now() + 20_000
+        while ((yield* sharding.activeEntityCount) > 0) {
+          if (Date.now() > deadline) assert.fail("the idle entity was not passivated within 20 s")
+          yield* Effect.sleep("100 millis")
+        }
+        assert.deepStrictEqual(
+          Option.map(yield* cxn.inspectMigrationLock(), (holder) => holder.owner),
+          Option.some("m1")
+        )
+        assert.strictEqual(yield* sharding.activeEntityCount, 1)
+      }).pipe(Effect.provide(quicklyIdle), Effect.provide(TestDatabase.pglite)),
+    { timeout: 60_000 }
+  )
+})
