@@ -29,20 +29,24 @@ export interface Ports {
   readonly adminApi: number
   readonly public: number
   readonly worker: number
+  /** The worker's cluster runner socket (used when the worker runs on PostgreSQL). */
+  readonly runner: number
 }
 
 export const freePorts = async (): Promise<Ports> => ({
   api: await freePort(),
   adminApi: await freePort(),
   public: await freePort(),
-  worker: await freePort()
+  worker: await freePort(),
+  runner: await freePort()
 })
 
 export const portEnv = (ports: Ports): Record<string, string> => ({
   SVC__api__port: String(ports.api),
   SVC__admin_api__port: String(ports.adminApi),
   SVC__public__port: String(ports.public),
-  SVC__worker__port: String(ports.worker)
+  SVC__worker__port: String(ports.worker),
+  SVC__cluster__runner__port: String(ports.runner)
 })
 
 export const tempDir = (prefix: string) => fs.mkdtemp(path.join(os.tmpdir(), prefix))

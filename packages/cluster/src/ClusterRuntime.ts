@@ -1,22 +1,32 @@
 /**
- * Cluster runner layers: effect/cluster sharding with SQL message and runner storage on the
- * ambient `SqlClient` (PostgreSQL, or PGlite in the embedded default) plus the cluster workflow
- * engine. Entity layers (`Entity.toLayer`) and workflow layers (`Workflow.toLayer`) are provided
- * with one of these layers to run.
+ * Cluster runtime layers (ARCHITECTURE "Processes"): effect/cluster sharding with SQL message and
+ * runner storage on the ambient `SqlClient` plus the cluster workflow engine, in three shapes:
+ * - `layerSingle`: one in-process runner owning every shard, no listener (the embedded default);
+ * - `layerRunner`: a runner over the socket transport at an explicit address (a worker process);
+ * - `layerClient`: client-only (api, admin-api, public processes): calls entities and starts
+ *   workflows, owns no shards, opens no listener.
+ * Configuration comes only from the options, never from the environment. Entity layers
+ * (`Entity.toLayer`) and workflow layers (`Workflow.toLayer`) are provided with a runner layer.
  */
-import { Layer } from "effect"
+import { NodeClusterSocket } from "@effect/platform-node"
+import { Effect, Equal, Layer, Option } from "effect"
 import type { Duration } from "effect"
 import {
   ClusterWorkflowEngine,
   type MessageStorage,
+  RunnerAddress,
   RunnerHealth,
   Runners,
+  RunnerStorage,
+  ShardId,
   Sharding,
   ShardingConfig,
+  SocketRunner,
   SqlMessageStorage,
   SqlRunnerStorage
 } from "effect/cluster"
 import { Digest } from "effect/crypto"
+import { RpcSerialization } from "effect/rpc"
 import type { SqlClient } from "effect/sql"
 import type { WorkflowEngine } from "effect/workflow"
 
@@ -88,13 +98,147 @@ const shardingConfig = (options: SingleOptions | undefined): ShardingOverrides =
  * stops the runner gracefully: entities finish or are interrupted, shards and the runner
  * registration are released.
  */
-export const layerSingle = (options?: SingleOptions): Layer.Layer<ClusterServices, never, SqlClient.SqlClient> => {
+export const layerSingle = (
+  options?: SingleOptions
+): Layer.Layer<
+  ClusterServices | RunnerStorage.RunnerStorage | ShardingConfig.ShardingConfig,
+  never,
+  SqlClient.SqlClient
+> => {
   const prefix = { prefix: options?.tablePrefix ?? singleDefaults.tablePrefix }
   const sharding = Sharding.layer.pipe(
     Layer.provideMerge(Runners.layerNoop),
     Layer.provideMerge(SqlMessageStorage.layerWith(prefix)),
-    Layer.provide([Layer.orDie(SqlRunnerStorage.layerWith(prefix)), RunnerHealth.layerNoop]),
-    Layer.provide([ShardingConfig.layer(shardingConfig(options)), Digest.layerWebCrypto])
+    Layer.provide(RunnerHealth.layerNoop),
+    Layer.provideMerge(Layer.orDie(SqlRunnerStorage.layerWith(prefix))),
+    Layer.provideMerge(ShardingConfig.layer(shardingConfig(options))),
+    Layer.provide(Digest.layerWebCrypto)
   )
   return ClusterWorkflowEngine.layer.pipe(Layer.provideMerge(sharding))
 }
+
+/** A host and port. */
+export interface Address {
+  readonly host: string
+  readonly port: number
+}
+
+/** Options shared by every process of one cluster (they must agree across processes). */
+export interface ClusterOptions extends SingleOptions {
+  /** Shards per shard group; the same on every process. Default 300. */
+  readonly shardsPerGroup?: number | undefined
+  /** How often one runner pings the others and marks unreachable ones unhealthy. Default 1 min. */
+  readonly runnerHealthCheckInterval?: Duration.Input | undefined
+}
+
+/** Options of a worker's socket runner. */
+export interface RunnerOptions extends ClusterOptions {
+  /** Where the runner's socket server binds. */
+  readonly listen: Address
+  /** The address other processes dial (and the runner's identity in runner storage). */
+  readonly advertise: Address
+}
+
+const clusterShardingConfig = (options: ClusterOptions): ShardingOverrides => {
+  const config = shardingConfig(options)
+  if (options.shardsPerGroup !== undefined) config.shardsPerGroup = options.shardsPerGroup
+  if (options.runnerHealthCheckInterval !== undefined) {
+    config.runnerHealthCheckInterval = options.runnerHealthCheckInterval
+  }
+  return config
+}
+
+/**
+ * A runner over the socket transport: binds `listen`, registers as `advertise` in runner storage,
+ * takes its share of the shards (advisory locks on PostgreSQL), pings its peers, and runs the
+ * cluster workflow engine. Every process of the cluster must use the same storage prefix, shard
+ * count and serialization (schema binary). Releasing the layer unregisters the runner and hands
+ * its shards over.
+ */
+export const layerRunner = (
+  options: RunnerOptions
+): Layer.Layer<
+  ClusterServices | RunnerStorage.RunnerStorage | ShardingConfig.ShardingConfig,
+  unknown,
+  SqlClient.SqlClient
+> => {
+  const prefix = { prefix: options.tablePrefix ?? singleDefaults.tablePrefix }
+  const config = ShardingConfig.layer({
+    ...clusterShardingConfig(options),
+    runnerAddress: Option.some(RunnerAddress.make(options.advertise.host, options.advertise.port)),
+    runnerListenAddress: Option.some(RunnerAddress.make(options.listen.host, options.listen.port))
+  })
+  const health = RunnerHealth.layerPing.pipe(Layer.provide(Runners.layerRpc))
+  const sharding = SocketRunner.layer.pipe(
+    Layer.provide([health, NodeClusterSocket.layerSocketServer]),
+    // One runner storage (one lock connection), also exposed for the health report.
+    Layer.provideMerge(Layer.orDie(SqlRunnerStorage.layerWith(prefix))),
+    Layer.provideMerge(SqlMessageStorage.layerWith(prefix)),
+    Layer.provide(NodeClusterSocket.layerClientProtocol),
+    Layer.provideMerge(config),
+    Layer.provide([RpcSerialization.layerSchemaBinary(), Digest.layerWebCrypto])
+  )
+  return ClusterWorkflowEngine.layer.pipe(Layer.provideMerge(sharding))
+}
+
+/**
+ * Client-only membership: sends entity messages to the runners that own their shards and starts
+ * workflows through the shared storage; registers no runner, owns no shard, opens no listener.
+ */
+export const layerClient = (options: ClusterOptions = {}): Layer.Layer<ClusterServices, never, SqlClient.SqlClient> => {
+  const prefix = { prefix: options.tablePrefix ?? singleDefaults.tablePrefix }
+  const sharding = SocketRunner.layerClientOnly.pipe(
+    Layer.provide(Layer.orDie(SqlRunnerStorage.layerWith(prefix))),
+    Layer.provideMerge(SqlMessageStorage.layerWith(prefix)),
+    Layer.provide(NodeClusterSocket.layerClientProtocol),
+    Layer.provide([
+      ShardingConfig.layer({ ...clusterShardingConfig(options), runnerAddress: Option.none() }),
+      RpcSerialization.layerSchemaBinary(),
+      Digest.layerWebCrypto
+    ])
+  )
+  return ClusterWorkflowEngine.layer.pipe(Layer.provideMerge(sharding))
+}
+
+/** What a runner reports about itself (`/healthz` of a worker). */
+export interface RunnerReport {
+  /** The advertised address, `host:port`. */
+  readonly address: string
+  /** Present in runner storage with a fresh heartbeat. */
+  readonly registered: boolean
+  /** Marked healthy by the cluster's health check. */
+  readonly healthy: boolean
+  readonly shuttingDown: boolean
+  readonly ownedShards: number
+  readonly totalShards: number
+  readonly activeEntities: number
+}
+
+/** The runner's state: registration, health and the shards it owns right now. */
+export const runnerReport: Effect.Effect<
+  RunnerReport,
+  unknown,
+  Sharding.Sharding | ShardingConfig.ShardingConfig | RunnerStorage.RunnerStorage
+> = Effect.gen(function* () {
+  const sharding = yield* Sharding.Sharding
+  const config = yield* ShardingConfig.ShardingConfig
+  const storage = yield* RunnerStorage.RunnerStorage
+  let ownedShards = 0
+  for (const group of config.assignedShardGroups) {
+    for (let id = 1; id <= config.shardsPerGroup; id++) {
+      if (sharding.hasShardId(ShardId.make(group, id))) ownedShards++
+    }
+  }
+  const self = Option.getOrUndefined(config.runnerAddress)
+  const runners = yield* storage.getRunners
+  const entry = self === undefined ? undefined : runners.find(([runner]) => Equal.equals(runner.address, self))
+  return {
+    address: self === undefined ? "" : `${self.host}:${self.port}`,
+    registered: entry !== undefined,
+    healthy: entry?.[1] ?? false,
+    shuttingDown: yield* sharding.isShutdown,
+    ownedShards,
+    totalShards: config.assignedShardGroups.length * config.shardsPerGroup,
+    activeEntities: yield* sharding.activeEntityCount
+  }
+})

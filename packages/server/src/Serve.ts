@@ -20,6 +20,7 @@ import { ActorDirectory } from "./resources/ActorDirectory.ts"
 import * as Database from "./stores/Database.ts"
 import * as Stores from "./stores/Stores.ts"
 import { printBanner, writeAdminToken } from "./StartupBanner.ts"
+import * as Membership from "./worker/Membership.ts"
 import * as Worker from "./worker/Worker.ts"
 
 /** Runs the selected services until interrupted (SIGINT/SIGTERM), then shuts down gracefully. */
@@ -64,6 +65,7 @@ export const serve = Effect.fn("Serve.serve")(function* (
     ),
     services.includes("worker") ? Worker.layerNoDeps(config).pipe(Layer.provide(handlerServices)) : Layer.empty
   ).pipe(
+    Layer.provide(Membership.layer(config, services)),
     Layer.provide(Stores.layer(config, { applyMigrations: options.migrate || config.database.provider === "pglite" })),
     Layer.provide(Layer.succeed(SvcConfig, config))
   )

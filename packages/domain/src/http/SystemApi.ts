@@ -9,12 +9,28 @@ export const StoreCheck = Schema.Struct({
   error: Schema.optionalKey(Schema.String)
 })
 
-/** Body of `GET /healthz`: overall status and one check per store the service uses. */
+/** A worker's cluster runner: its address, registration, health and the shards it owns now. */
+export const RunnerState = Schema.Struct({
+  address: Schema.String,
+  registered: Schema.Boolean,
+  healthy: Schema.Boolean,
+  shuttingDown: Schema.Boolean,
+  ownedShards: Schema.Int,
+  totalShards: Schema.Int,
+  activeEntities: Schema.Int
+})
+export type RunnerState = typeof RunnerState.Type
+
+/**
+ * Body of `GET /healthz`: overall status and one check per store the service uses; a worker adds
+ * its runner's state (`checks.runner` is `unavailable` while it is not registered).
+ */
 export const Health = Schema.Struct({
   status: Schema.Literals(["ok", "unavailable"]),
   service: ServiceId,
   version: Schema.String,
-  checks: Schema.Record(Schema.String, StoreCheck)
+  checks: Schema.Record(Schema.String, StoreCheck),
+  runner: Schema.optionalKey(RunnerState)
 })
 export type Health = typeof Health.Type
 

@@ -14,6 +14,7 @@ import { ConfigFile, type ConfiguredActor, type DatabaseConfig } from "./ConfigS
 import type {
   ClientSecretSource,
   Listener,
+  ResolvedCluster,
   ResolvedConfig,
   ResolvedDatabase,
   RootKeySource,
@@ -249,6 +250,60 @@ const intervalMs = (
   return Math.max(minimumMs, ms)
 }
 
+const wildcardHosts: ReadonlySet<string> = new Set(["0.0.0.0", "::", "[::]"])
+
+/** The cluster block with its defaults; the advertised host must be one other processes can dial. */
+const resolveCluster = (file: ConfigFile, problems: Array<string>): ResolvedCluster => {
+  const cluster = file.cluster
+  const host = cluster?.runner?.host ?? "127.0.0.1"
+  const advertisedHost = cluster?.runner?.advertised_host ?? host
+  if (wildcardHosts.has(advertisedHost)) {
+    problems.push(
+      `cluster.runner.advertised_host: ${advertisedHost} cannot be dialled; set the address other processes reach this worker at`
+    )
+  }
+  const at = (key: string) => `cluster.${key}`
+  const refresh = intervalMs(
+    cluster?.shard_lock_refresh_interval,
+    at("shard_lock_refresh_interval"),
+    2_000,
+    100,
+    problems
+  )
+  const expiration = intervalMs(cluster?.shard_lock_expiration, at("shard_lock_expiration"), 10_000, 300, problems)
+  if (expiration < 3 * refresh) {
+    problems.push("cluster.shard_lock_expiration: must be at least 3 times cluster.shard_lock_refresh_interval")
+  }
+  return {
+    runner: { host, port: cluster?.runner?.port ?? 34431, advertisedHost },
+    shardsPerGroup: cluster?.shards_per_group ?? 300,
+    shardLockRefreshIntervalMs: refresh,
+    shardLockExpirationMs: expiration,
+    refreshAssignmentsIntervalMs: intervalMs(
+      cluster?.refresh_assignments_interval,
+      at("refresh_assignments_interval"),
+      1_000,
+      50,
+      problems
+    ),
+    runnerHealthCheckIntervalMs: intervalMs(
+      cluster?.runner_health_check_interval,
+      at("runner_health_check_interval"),
+      5_000,
+      100,
+      problems
+    ),
+    entityMessagePollIntervalMs: intervalMs(
+      cluster?.entity_message_poll_interval,
+      at("entity_message_poll_interval"),
+      1_000,
+      50,
+      problems
+    ),
+    entityMaxIdleTimeMs: intervalMs(cluster?.entity_max_idle_time, at("entity_max_idle_time"), 60_000, 1_000, problems)
+  }
+}
+
 /** Fills every default and checks the rules that span several keys. */
 export const resolve = (file: ConfigFile, source: string, cwd: string): Effect.Effect<ResolvedConfig, ConfigError> => {
   const problems: Array<string> = []
@@ -355,6 +410,7 @@ export const resolve = (file: ConfigFile, source: string, cwd: string): Effect.E
       )
     },
     telemetry: file.telemetry ?? {},
+    cluster: resolveCluster(file, problems),
     file
   }
   return problems.length > 0 ? Effect.fail(new ConfigError({ source, problems })) : Effect.succeed(resolved)

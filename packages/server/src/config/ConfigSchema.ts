@@ -206,6 +206,24 @@ export const ConfigFile = Schema.Struct({
       consistency_check_interval: Schema.optionalKey(DurationString),
       propagation_poll_interval: Schema.optionalKey(DurationString)
     })
+  ),
+  cluster: Schema.optionalKey(
+    Schema.Struct({
+      runner: Schema.optionalKey(
+        Schema.Struct({
+          host: Schema.optionalKey(NonEmpty),
+          port: Schema.optionalKey(Port),
+          advertised_host: Schema.optionalKey(NonEmpty)
+        })
+      ),
+      shards_per_group: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 10_000 }))),
+      shard_lock_refresh_interval: Schema.optionalKey(DurationString),
+      shard_lock_expiration: Schema.optionalKey(DurationString),
+      refresh_assignments_interval: Schema.optionalKey(DurationString),
+      runner_health_check_interval: Schema.optionalKey(DurationString),
+      entity_message_poll_interval: Schema.optionalKey(DurationString),
+      entity_max_idle_time: Schema.optionalKey(DurationString)
+    })
   )
 })
 export type ConfigFile = typeof ConfigFile.Type

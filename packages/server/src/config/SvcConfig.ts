@@ -37,6 +37,19 @@ export type ClientSecretSource =
   | { readonly source: "env"; readonly name: string }
   | { readonly source: "value"; readonly value: Redacted.Redacted<string> }
 
+/** Cluster membership settings; the shard count and timings must agree across processes. */
+export interface ResolvedCluster {
+  /** Where a worker's runner socket binds, and the host other processes dial. */
+  readonly runner: { readonly host: string; readonly port: number; readonly advertisedHost: string }
+  readonly shardsPerGroup: number
+  readonly shardLockRefreshIntervalMs: number
+  readonly shardLockExpirationMs: number
+  readonly refreshAssignmentsIntervalMs: number
+  readonly runnerHealthCheckIntervalMs: number
+  readonly entityMessagePollIntervalMs: number
+  readonly entityMaxIdleTimeMs: number
+}
+
 export interface ResolvedConfig {
   /** The file the configuration came from, or `embedded default`. */
   readonly source: string
@@ -77,6 +90,8 @@ export interface ResolvedConfig {
     readonly authorizationTimeoutMs: number
   }
   readonly telemetry: NonNullable<ConfigFile["telemetry"]>
+  /** The cluster (ARCHITECTURE "Processes"): a worker's runner address, shard count and timings. */
+  readonly cluster: ResolvedCluster
   /** The decoded file as written, for features that read their own block. */
   readonly file: ConfigFile
 }

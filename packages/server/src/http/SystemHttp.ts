@@ -2,21 +2,45 @@
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { AdminApiV1, ApiV1, PublicApi, WorkerApi } from "@svc/domain/http/Apis"
-import type { Health as HealthBody } from "@svc/domain/http/SystemApi"
+import type { Health as HealthBody, RunnerState } from "@svc/domain/http/SystemApi"
 import { CurrentService } from "./CurrentService.ts"
 import { Health } from "../stores/Health.ts"
 import { version } from "../config/Version.ts"
+import { RunnerStatus } from "../worker/Membership.ts"
 
 const handlers = Effect.gen(function* () {
   const health = yield* Health
   const service = yield* CurrentService
+  const runnerStatus = yield* RunnerStatus
+  // A worker is ready only while its runner is registered and not shutting down.
+  const withRunner = (
+    ok: boolean,
+    checks: HealthBody["checks"]
+  ): Effect.Effect<{ ok: boolean; checks: HealthBody["checks"]; runner: RunnerState | undefined }> =>
+    service !== "worker"
+      ? Effect.succeed({ ok, checks, runner: undefined })
+      : Effect.map(runnerStatus.report, (runner) => {
+          const up = runner !== undefined && runner.registered && !runner.shuttingDown
+          const check = up
+            ? { status: "ok" as const }
+            : { status: "unavailable" as const, error: "runner not registered" }
+          return { ok: ok && up, checks: { ...checks, runner: check }, runner }
+        })
   return {
     ping: () => Effect.succeed("pong"),
     healthz: () =>
-      Effect.flatMap(health.check, ({ ok, checks }) => {
-        const body: HealthBody = { status: ok ? "ok" : "unavailable", service, version, checks }
-        return ok ? Effect.succeed(body) : Effect.fail(body)
-      })
+      Effect.flatMap(health.check, ({ ok, checks }) =>
+        Effect.flatMap(withRunner(ok, checks), (state) => {
+          const body: HealthBody = {
+            status: state.ok ? "ok" : "unavailable",
+            service,
+            version,
+            checks: state.checks,
+            ...(state.runner === undefined ? {} : { runner: state.runner })
+          }
+          return state.ok ? Effect.succeed(body) : Effect.fail(body)
+        })
+      )
   }
 })
 

@@ -1,9 +1,8 @@
 /**
- * The worker service (ARCHITECTURE "Durable work"): the cluster runner and the durable work it
+ * The worker service (ARCHITECTURE "Durable work"): the durable work its cluster runner
  * hosts — label propagation and its consistency checker, re-encryption after key rotation, the
  * probe monitor and the token refresh sweep.
  */
-import * as ClusterRuntime from "@svc/cluster/ClusterRuntime"
 import { Duration, Layer } from "effect"
 import type { ResolvedConfig } from "../config/SvcConfig.ts"
 import { ProbeScheduler } from "../connections/ProbeScheduler.ts"
@@ -15,7 +14,7 @@ import * as ProbeMonitorLive from "./ProbeMonitorLive.ts"
 import * as ReencryptionLive from "./ReencryptionLive.ts"
 import * as TokenRefreshSweepLive from "./TokenRefreshSweepLive.ts"
 
-/** The runner and every singleton and workflow of a worker; needs the stores and the services. */
+/** Every entity, singleton and workflow a worker runs; needs its runner (`Membership`), the stores and the services. */
 export const layerNoDeps = (config: ResolvedConfig) =>
   Layer.mergeAll(
     LabelPropagationLive.layerNoDeps({
@@ -31,4 +30,4 @@ export const layerNoDeps = (config: ResolvedConfig) =>
     ),
     TokenRefreshSweepLive.layerNoDeps({ pollInterval: Duration.millis(config.oauth2.refreshSweepIntervalMs) }),
     ConnectionEntityLive.layerNoDeps()
-  ).pipe(Layer.provideMerge(ClusterRuntime.layerSingle()))
+  )

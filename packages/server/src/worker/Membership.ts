@@ -1,0 +1,65 @@
+/**
+ * How this process belongs to the cluster (ARCHITECTURE "Processes"), chosen from the
+ * configuration and the services it runs:
+ * - a worker on PostgreSQL is a socket runner at `cluster.runner` (its own address per worker);
+ * - a worker on the embedded database is the one in-process runner, with no listener;
+ * - a process without the worker service (api, admin-api, public) is client-only: it calls
+ *   entities and starts workflows, owns no shards and opens no listener.
+ * `RunnerStatus` reports the runner's state for the worker's `/healthz`.
+ */
+import * as ClusterRuntime from "@svc/cluster/ClusterRuntime"
+import type { ServiceId } from "@svc/domain/Auth"
+import type { RunnerState } from "@svc/domain/http/SystemApi"
+import { Context, Duration, Effect, Layer } from "effect"
+import type { ResolvedConfig } from "../config/SvcConfig.ts"
+
+/** The state of this process's runner, or undefined when it runs none or cannot tell (storage down). */
+export class RunnerStatus extends Context.Service<
+  RunnerStatus,
+  { readonly report: Effect.Effect<RunnerState | undefined> }
+>()("@svc/server/worker/RunnerStatus") {
+  /** No runner in this process. */
+  static readonly layerNone: Layer.Layer<RunnerStatus> = Layer.succeed(
+    RunnerStatus,
+    RunnerStatus.of({ report: Effect.succeed(undefined) })
+  )
+}
+
+const runnerStatus = Layer.effect(
+  RunnerStatus,
+  Effect.map(Effect.context<Effect.Services<typeof ClusterRuntime.runnerReport>>(), (context) =>
+    RunnerStatus.of({
+      report: ClusterRuntime.runnerReport.pipe(
+        Effect.provide(context),
+        Effect.timeout(Duration.seconds(2)),
+        Effect.catchCause(() => Effect.succeed(undefined))
+      )
+    })
+  )
+)
+
+const options = (config: ResolvedConfig): ClusterRuntime.ClusterOptions => ({
+  shardsPerGroup: config.cluster.shardsPerGroup,
+  shardLockRefreshInterval: Duration.millis(config.cluster.shardLockRefreshIntervalMs),
+  shardLockExpiration: Duration.millis(config.cluster.shardLockExpirationMs),
+  refreshAssignmentsInterval: Duration.millis(config.cluster.refreshAssignmentsIntervalMs),
+  runnerHealthCheckInterval: Duration.millis(config.cluster.runnerHealthCheckIntervalMs),
+  entityMessagePollInterval: Duration.millis(config.cluster.entityMessagePollIntervalMs),
+  entityMaxIdleTime: Duration.millis(config.cluster.entityMaxIdleTimeMs)
+})
+
+/** The cluster runtime of this process and its `RunnerStatus`; needs the main `SqlClient`. */
+export const layer = (config: ResolvedConfig, services: ReadonlyArray<ServiceId>) => {
+  if (!services.includes("worker")) {
+    return Layer.merge(ClusterRuntime.layerClient(options(config)), RunnerStatus.layerNone)
+  }
+  const runtime =
+    config.database.provider === "pglite"
+      ? ClusterRuntime.layerSingle(options(config))
+      : ClusterRuntime.layerRunner({
+          ...options(config),
+          listen: { host: config.cluster.runner.host, port: config.cluster.runner.port },
+          advertise: { host: config.cluster.runner.advertisedHost, port: config.cluster.runner.port }
+        })
+  return runnerStatus.pipe(Layer.provideMerge(runtime))
+}
