@@ -88,6 +88,9 @@ export const InspectMigrationLock = Rpc.make("inspectMigrationLock", {
   success: Schema.OptionFromNullOr(MigrationLockHolder)
 })
 
+/** The runner the entity lives on now, `host:port` (volatile): for operators and the failover tests. */
+export const Whereabouts = Rpc.make("whereabouts", { success: Schema.String })
+
 /** The `Connection` entity, keyed by connection id. */
 export const ConnectionEntity = Entity.make(ConnectionEntityType, [
   ReportUpstream429,
@@ -95,5 +98,6 @@ export const ConnectionEntity = Entity.make(ConnectionEntityType, [
   GetCoolDown,
   AcquireMigrationLock,
   ReleaseMigrationLock,
-  InspectMigrationLock
+  InspectMigrationLock,
+  Whereabouts
 ])

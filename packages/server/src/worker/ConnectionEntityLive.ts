@@ -40,6 +40,8 @@ const handlers = Effect.gen(function* () {
   const repo = yield* ConnectionControlRepo
   const store = yield* CoolDownStore
   const { entityId } = yield* Entity.CurrentAddress
+  const runner = yield* Entity.CurrentRunnerAddress
+  const runnerAddress = `${runner.host}:${runner.port}`
   const connectionId: string = entityId
 
   const bestEffort = (operation: string, effect: Effect.Effect<void, StoreUnavailable>) =>
@@ -126,7 +128,8 @@ const handlers = Effect.gen(function* () {
         ({ reply }) => reply
       ),
 
-    inspectMigrationLock: () => Rpc.fork(Effect.zipWith(Ref.get(state), Clock.currentTimeMillis, liveLock))
+    inspectMigrationLock: () => Rpc.fork(Effect.zipWith(Ref.get(state), Clock.currentTimeMillis, liveLock)),
+    whereabouts: () => Effect.succeed(runnerAddress)
   })
 })
 

@@ -1,0 +1,89 @@
+/**
+ * Fixture process for the multi-process cluster test: a client-only cluster member on PostgreSQL
+ * (the shape of an api process: owns no shards, opens no listener) that calls the `Connection`
+ * entity on request. One JSON command per stdin line, one JSON answer per stdout line:
+ *
+ *   {"id":1,"op":"report429","connectionId":"cxn_…"}      → {"id":1,"ok":true,"result":…,"ms":1.2}
+ *   ops: report429, coolDown, acquire (owner, ttlMs), release (owner), inspect, whereabouts
+ *
+ *   node clusterClient.ts <postgres url>
+ *
+ * It prints `ready` once the cluster client is built and exits when stdin closes, so it never
+ * outlives the test that started it.
+ */
+import * as ClusterRuntime from "@svc/cluster/ClusterRuntime"
+import { ConnectionEntity } from "@svc/cluster/ConnectionEntity"
+import * as PgClient from "@svc/sql/PgClient"
+import { Effect, Layer, Option, Queue } from "effect"
+import * as readline from "node:readline"
+
+interface Command {
+  readonly id: number
+  readonly op: string
+  readonly connectionId: string
+  readonly owner?: string
+  readonly ttlMs?: number
+}
+
+const [url] = process.argv.slice(2)
+if (url === undefined) {
+  process.stderr.write("usage: clusterClient.ts <postgres url>\n")
+  process.exit(2)
+}
+
+const write = (line: unknown) => process.stdout.write(`${JSON.stringify(line)}\n`)
+
+const plain = (value: unknown): unknown =>
+  Option.isOption(value) ? (Option.isSome(value) ? plain(value.value) : null) : value
+
+const program = Effect.gen(function* () {
+  const client = yield* ConnectionEntity.client
+  const commands = yield* Queue.unbounded<Command>()
+  const lines = readline.createInterface({ input: process.stdin })
+  lines.on("line", (line) => {
+    if (line.trim() !== "") Queue.offerUnsafe(commands, JSON.parse(line) as Command)
+  })
+  lines.on("close", () => process.exit(0))
+  write({ ready: true })
+  const run = (command: Command) => {
+    const entity = client(command.connectionId)
+    switch (command.op) {
+      case "report429":
+        return Effect.map(entity.reportUpstream429({ observedAt: Date.now() }), (c) => ({
+          consecutive429s: c.consecutive429s,
+          until: plain(c.until)
+        }))
+      case "coolDown":
+        return Effect.map(entity.coolDown(), (c) => ({ consecutive429s: c.consecutive429s, until: plain(c.until) }))
+      case "acquire":
+        return entity.acquireMigrationLock({ owner: command.owner ?? "", ttlMs: command.ttlMs ?? 60_000 })
+      case "release":
+        return entity.releaseMigrationLock({ owner: command.owner ?? "" })
+      case "inspect":
+        return Effect.map(entity.inspectMigrationLock(), plain)
+      case "whereabouts":
+        return entity.whereabouts()
+      default:
+        return Effect.fail(new Error(`unknown op ${command.op}`))
+    }
+  }
+  while (true) {
+    const command = yield* Queue.take(commands)
+    yield* Effect.forkDetach(
+      Effect.gen(function* () {
+        const started = performance.now()
+        const result = yield* Effect.result(run(command) as Effect.Effect<unknown, unknown>)
+        const ms = performance.now() - started
+        write(
+          result._tag === "Success"
+            ? { id: command.id, ok: true, result: result.success, ms }
+            : { id: command.id, ok: false, error: String(result.failure), ms }
+        )
+      })
+    )
+  }
+})
+
+const layer = ClusterRuntime.layerClient().pipe(Layer.provide(Layer.orDie(PgClient.layer({ url, poolSize: 4 }))))
+
+Effect.runFork(program.pipe(Effect.provide(layer), Effect.scoped))
