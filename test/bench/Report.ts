@@ -1,11 +1,12 @@
 /**
  * The bench's outputs: the fixed-width table printed on stdout and the JSON document written to
- * test/bench/results/latest.json (schema `version: 1`; `sequences`, `streams` and
+ * test/bench/results/latest.json (schema `version: 1`; `sequences`, `streams`, `cluster` and
  * `options.generator` added without a bump).
  */
 import * as fs from "node:fs/promises"
 import * as os from "node:os"
 import * as path from "node:path"
+import { type ClusterReport, formatCluster } from "./Cluster.ts"
 import type { ColdStartResult } from "./ColdStart.ts"
 import type { SeedResult } from "./ListLatency.ts"
 import type { LoadResult } from "./Load.ts"
@@ -102,6 +103,8 @@ export interface BenchReport {
   readonly load: ReadonlyArray<LoadRow>
   readonly streams: ReadonlyArray<StreamGroupReport>
   readonly sequences: ReadonlyArray<SequenceGroupReport>
+  /** The cluster group (Cluster.ts); absent when not run. */
+  readonly cluster?: ClusterReport
 }
 
 export const machineInfo = (): BenchReport["machine"] => ({
@@ -320,6 +323,7 @@ export const formatTable = (report: BenchReport): string => {
   }
   for (const group of report.streams) out.push(...formatStreams(group))
   for (const group of report.sequences) out.push(...formatSequence(group))
+  if (report.cluster !== undefined) out.push(...formatCluster(report.cluster))
   return `${out.join("\n")}\n`
 }
 

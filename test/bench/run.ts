@@ -8,6 +8,7 @@ import * as os from "node:os"
 import { fileURLToPath } from "node:url"
 import { parseArgs } from "node:util"
 import { installCleanup, killAll } from "./Children.ts"
+import { clusterBudgetS, measureCluster } from "./Cluster.ts"
 import { type ColdStartResult, measureColdStart } from "./ColdStart.ts"
 import { onGeneratorCpu } from "./Cpu.ts"
 import { selectGenerator } from "./Generator.ts"
@@ -48,7 +49,8 @@ const usage = `usage: node test/bench/run.ts [--duration <s>] [--warmup <s>] [--
                in-process undici one
   --max-time   hard cap on the whole run; then everything is killed, exit 124
                (default max(300, 120 + 2 x rows x (duration + warmup) + per stream target
-               (20 s per upload + 0.5 s per SSE sample) + 60 + seed / 25 per sequence group))`
+               (20 s per upload + 0.5 s per SSE sample) + 60 + seed / 25 per sequence group
+               + 120 for the cluster group))`
 
 const { values } = parseArgs({
   options: {
@@ -112,7 +114,10 @@ const streamBudgetS = streamGroups.reduce((sum, g) => {
   return sum + g.targets.length * (20 * (c.runs + 1) + 0.5 * (c.warmup + c.samples))
 }, 0)
 const sequenceBudgetS = sequenceGroups.length * (60 + seedCount / 25)
-const defaultCapS = Math.max(300, 120 + 2 * rowCount * (durationS + warmupS) + streamBudgetS + sequenceBudgetS)
+const defaultCapS = Math.max(
+  300,
+  120 + 2 * rowCount * (durationS + warmupS) + streamBudgetS + sequenceBudgetS + clusterBudgetS
+)
 const hardCapMs = seconds(values["max-time"], defaultCapS, 3600) * 1000
 const resultsFile = fileURLToPath(new URL("./results/latest.json", import.meta.url))
 
@@ -307,6 +312,7 @@ const main = async (): Promise<number> => {
   progress(
     `bench: ${rowCount} load rows, ${durationS} s each after ${warmupS} s warm-up; ` +
       `${streamGroups.length} stream group(s); ${sequenceGroups.length} sequence group(s), seed ${seedCount}; ` +
+      "the cluster group; " +
       `hard cap ${hardCapMs / 1000} s`
   )
   progress(`load generator: ${generator.description}`)
@@ -324,6 +330,7 @@ const main = async (): Promise<number> => {
     const load = await measureGroups()
     const streams = await measureStreams()
     const sequences = await measureSequences()
+    const cluster = await measureCluster({ quick: values.quick, progress })
     const report: BenchReport = {
       version: 1,
       startedAt,
@@ -334,7 +341,8 @@ const main = async (): Promise<number> => {
       ...(coldStartError === undefined ? {} : { coldStartError }),
       load,
       streams,
-      sequences
+      sequences,
+      cluster
     }
     process.stdout.write(formatTable(report))
     await writeJson(resultsFile, report)
@@ -344,7 +352,8 @@ const main = async (): Promise<number> => {
       coldStartError !== undefined ||
       load.some((row) => broke(row.skipped)) ||
       streams.some((g) => g.rows.some((row) => broke(row.skipped))) ||
-      sequences.some((g) => broke(g.skipped))
+      sequences.some((g) => broke(g.skipped)) ||
+      broke(cluster.skipped)
     return failed ? 1 : 0
   } finally {
     for (const id of [...running.keys()]) await stopTarget(id)

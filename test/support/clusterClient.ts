@@ -6,7 +6,12 @@
  *   {"id":1,"op":"report429","connectionId":"cxn_…"}      → {"id":1,"ok":true,"result":…,"ms":1.2}
  *   ops: report429, coolDown, acquire (owner, ttlMs), release (owner), inspect, whereabouts
  *
- *   node clusterClient.ts <postgres url>
+ *   node clusterClient.ts <postgres url> [<cluster timings>]
+ *
+ * `<cluster timings>` (optional) is a JSON object of `ClusterRuntime.ClusterOptions` durations in
+ * milliseconds (e.g. `{"shardLockExpiration":10000,"refreshAssignmentsInterval":1000}`), and
+ * `shardsPerGroup`: what an api process takes from its `cluster.*` config. Without it the client
+ * runs on the library defaults (35 s lock expiration, 3 s assignment refresh, 1 min health check).
  *
  * It prints `ready` once the cluster client is built and exits when stdin closes, so it never
  * outlives the test that started it.
@@ -14,7 +19,7 @@
 import * as ClusterRuntime from "@svc/cluster/ClusterRuntime"
 import { ConnectionEntity } from "@svc/cluster/ConnectionEntity"
 import * as PgClient from "@svc/sql/PgClient"
-import { Effect, Layer, Option, Queue } from "effect"
+import { Duration, Effect, Layer, Option, Queue } from "effect"
 import * as readline from "node:readline"
 
 interface Command {
@@ -25,11 +30,17 @@ interface Command {
   readonly ttlMs?: number
 }
 
-const [url] = process.argv.slice(2)
+const [url, timings] = process.argv.slice(2)
 if (url === undefined) {
-  process.stderr.write("usage: clusterClient.ts <postgres url>\n")
+  process.stderr.write("usage: clusterClient.ts <postgres url> [<cluster timings JSON>]\n")
   process.exit(2)
 }
+const clusterOptions = Object.fromEntries(
+  Object.entries(JSON.parse(timings ?? "{}") as Record<string, number>).map(([key, value]) => [
+    key,
+    key === "shardsPerGroup" ? value : Duration.millis(value)
+  ])
+) as ClusterRuntime.ClusterOptions
 
 const write = (line: unknown) => process.stdout.write(`${JSON.stringify(line)}\n`)
 
@@ -84,6 +95,8 @@ const program = Effect.gen(function* () {
   }
 })
 
-const layer = ClusterRuntime.layerClient().pipe(Layer.provide(Layer.orDie(PgClient.layer({ url, poolSize: 4 }))))
+const layer = ClusterRuntime.layerClient(clusterOptions).pipe(
+  Layer.provide(Layer.orDie(PgClient.layer({ url, poolSize: 4 })))
+)
 
 Effect.runFork(program.pipe(Effect.provide(layer), Effect.scoped))
