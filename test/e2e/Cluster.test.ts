@@ -50,8 +50,19 @@ interface ClusterClient {
   readonly stop: () => void
 }
 
+/** svc's default `cluster.*` timings (docs/configuration.md), which an api process runs with. */
+const svcTimings = JSON.stringify({
+  shardLockRefreshInterval: 2_000,
+  shardLockExpiration: 10_000,
+  refreshAssignmentsInterval: 1_000,
+  runnerHealthCheckInterval: 5_000,
+  entityMessagePollInterval: 1_000
+})
+
 const startClient = async (url: string): Promise<ClusterClient> => {
-  const child: ChildProcess = spawn(process.execPath, [clientMain, url], { stdio: ["pipe", "pipe", "pipe"] })
+  const child: ChildProcess = spawn(process.execPath, [clientMain, url, svcTimings], {
+    stdio: ["pipe", "pipe", "pipe"]
+  })
   let buffer = ""
   let log = ""
   let nextId = 1
