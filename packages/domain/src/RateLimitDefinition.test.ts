@@ -296,7 +296,7 @@ describe("compilePathMatch", () => {
     assert.deepStrictEqual(["/é", "/ab"].map(matcher("glob", "/?")), [true, false])
   })
 
-  it("regex is an unanchored RegExp test", () => {
+  it("regex is an unanchored RE2 search", () => {
     const match = matcher("regex", "^/v1/users/\\d+$")
     assert.deepStrictEqual(["/v1/users/42", "/v1/users/x", "/api/v1/users/42"].map(match), [true, false, false])
     assert.isTrue(matcher("regex", "users")("/api/users/1"))

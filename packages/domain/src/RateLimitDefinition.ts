@@ -4,11 +4,12 @@
  * Decoding fills the defaults, so a decoded (stored, returned) definition always carries `mode`,
  * `selector.request_types` and `bucket.dimensions`. Windows lie between 1s and 31d. A glob
  * `path_match` has no `**`: every `*` stays inside one path segment (use `prefix` for subtrees); a
- * `regex` is unanchored (`RegExp.test`). Effect Schema has no per-struct strictness, so unknown keys
- * are rejected by the parse option `onExcessProperty: "error"`: decode with `definitionParseOptions`
- * (the HTTP payload options are the same).
+ * `regex` is unanchored and runs on RE2 (`compilePathMatch`). Effect Schema has no per-struct
+ * strictness, so unknown keys are rejected by the parse option `onExcessProperty: "error"`: decode
+ * with `definitionParseOptions` (the HTTP payload options are the same).
  */
 import { Effect, Schema, type SchemaAST } from "effect"
+import { RE2JS } from "re2js"
 import { PositiveDurationString, parseDuration } from "./Duration.ts"
 
 /** Parse options for client definitions: every problem reported, unknown keys rejected. */
@@ -141,7 +142,8 @@ const matchSegment = (pattern: ReadonlyArray<string>, text: ReadonlyArray<string
 /**
  * Predicate of a path_match on an upstream path: `prefix` is a plain string prefix; `glob` matches
  * the whole path with `*` (any run of non-`/` characters) and `?` (one non-`/` character), all else
- * literal; `regex` is `new RegExp(value).test(path)`, which throws for a value that does not compile.
+ * literal; `regex` is an unanchored search run by RE2 (linear in the path, so no pattern can stall a
+ * request), which throws for a value RE2 does not compile (backreferences, lookaround).
  */
 export const compilePathMatch = (pathMatch: PathMatch): ((path: string) => boolean) => {
   switch (pathMatch.kind) {
@@ -158,7 +160,7 @@ export const compilePathMatch = (pathMatch: PathMatch): ((path: string) => boole
       }
     }
     case "regex": {
-      const regex = new RegExp(pathMatch.value)
+      const regex = RE2JS.compile(pathMatch.value)
       return (path) => regex.test(path)
     }
   }

@@ -169,6 +169,9 @@ describe("ConfigLoader", () => {
         assert.deepStrictEqual(yield* problems("probes: { poll_interval: 1ms }"), [
           "probes.poll_interval: must be at least 50ms"
         ])
+        assert.deepStrictEqual(yield* problems("rate_limits: { refresh_interval: 4s }"), [
+          "rate_limits.refresh_interval: must be at least 5000ms"
+        ])
       })
     )
   )
@@ -193,6 +196,60 @@ describe("ConfigLoader", () => {
         assert.strictEqual(custom.encryption.reencryptPollIntervalMs, 2000)
       })
     )
+  )
+
+  it.effect("rate-limit rules reload every 5m by default, at most every 5s (spec 4.6 rule 6)", () =>
+    withDir((dir) =>
+      Effect.gen(function* () {
+        const defaults = yield* loadConfig({ cwd: dir, env: {} })
+        assert.deepStrictEqual(defaults.rateLimits, { refreshIntervalMs: 300_000 })
+        const custom = yield* loadConfig({ cwd: dir, env: { SVC__rate_limits__refresh_interval: "5s" } })
+        assert.deepStrictEqual(custom.rateLimits, { refreshIntervalMs: 5000 })
+      })
+    )
+  )
+
+  it.effect(
+    "cluster settings resolve with their defaults; a wildcard advertised host and a short lock expiry are refused",
+    () =>
+      withDir((dir) =>
+        Effect.gen(function* () {
+          const defaults = yield* loadConfig({ cwd: dir, env: {} })
+          assert.deepStrictEqual(defaults.cluster, {
+            runner: { host: "127.0.0.1", port: 34431, advertisedHost: "127.0.0.1" },
+            shardsPerGroup: 300,
+            shardLockRefreshIntervalMs: 2000,
+            shardLockExpirationMs: 10_000,
+            refreshAssignmentsIntervalMs: 1000,
+            runnerHealthCheckIntervalMs: 5000,
+            entityMessagePollIntervalMs: 1000,
+            entityMaxIdleTimeMs: 60_000
+          })
+          const custom = yield* loadConfig({
+            cwd: dir,
+            env: {
+              SVC__cluster__runner__host: "0.0.0.0",
+              SVC__cluster__runner__advertised_host: "10.0.0.7",
+              SVC__cluster__runner__port: "34500",
+              SVC__cluster__shards_per_group: "64"
+            }
+          })
+          assert.deepStrictEqual(custom.cluster.runner, { host: "0.0.0.0", port: 34500, advertisedHost: "10.0.0.7" })
+          assert.strictEqual(custom.cluster.shardsPerGroup, 64)
+          const refused = (env: Record<string, string>) =>
+            Effect.map(Effect.exit(loadConfig({ cwd: dir, env })), problemsOf)
+          assert.deepStrictEqual(yield* refused({ SVC__cluster__runner__host: "0.0.0.0" }), [
+            "cluster.runner.advertised_host: 0.0.0.0 cannot be dialled; set the address other processes reach this worker at"
+          ])
+          assert.deepStrictEqual(
+            yield* refused({
+              SVC__cluster__shard_lock_refresh_interval: "5s",
+              SVC__cluster__shard_lock_expiration: "10s"
+            }),
+            ["cluster.shard_lock_expiration: must be at least 3 times cluster.shard_lock_refresh_interval"]
+          )
+        })
+      )
   )
 
   it.effect("environment overrides win over the file and are typed as YAML scalars", () =>

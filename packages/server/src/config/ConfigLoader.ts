@@ -376,6 +376,16 @@ export const resolve = (file: ConfigFile, source: string, cwd: string): Effect.E
       )
     },
     outbound: { allowPrivateNetworks: file.outbound?.allow_private_networks ?? false },
+    rateLimits: {
+      // spec 4.6 rule 6: reloaded every 5 minutes by default, at most every 5 seconds
+      refreshIntervalMs: intervalMs(
+        file.rate_limits?.refresh_interval,
+        "rate_limits.refresh_interval",
+        5 * 60 * 1000,
+        5000,
+        problems
+      )
+    },
     probes: {
       pollIntervalMs: intervalMs(file.probes?.poll_interval, "probes.poll_interval", 1000, 50, problems),
       maxConcurrency: file.probes?.max_concurrency ?? 8

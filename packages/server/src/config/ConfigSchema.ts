@@ -207,6 +207,7 @@ export const ConfigFile = Schema.Struct({
       propagation_poll_interval: Schema.optionalKey(DurationString)
     })
   ),
+  rate_limits: Schema.optionalKey(Schema.Struct({ refresh_interval: Schema.optionalKey(DurationString) })),
   cluster: Schema.optionalKey(
     Schema.Struct({
       runner: Schema.optionalKey(

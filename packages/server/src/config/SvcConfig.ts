@@ -77,6 +77,8 @@ export interface ResolvedConfig {
   readonly encryption: { readonly rootKey: RootKeySource; readonly reencryptPollIntervalMs: number }
   /** Outbound connections of connectors: loopback and private addresses only when allowed. */
   readonly outbound: { readonly allowPrivateNetworks: boolean }
+  /** Rate-limit rules (spec 4.6 rule 6): how often each process reloads its rule cache. */
+  readonly rateLimits: { readonly refreshIntervalMs: number }
   /** Background connection probes: scheduler tick and parallelism. */
   readonly probes: { readonly pollIntervalMs: number; readonly maxConcurrency: number }
   readonly hostApplication: NonNullable<ConfigFile["host_application"]>

@@ -128,7 +128,7 @@ describe("CoolDownStore.layerRedis", () => {
         yield* store.publish("cxn_a", now + 60_000)
       }).pipe(Effect.provide(CoolDownStore.layerRedis({ url: redisUrl, keyPrefix: prefix })))
       const key = `${prefix}${coolDownKey("cxn_a")}`
-      assert.strictEqual(key, `${prefix}cool-down:cxn_a`)
+      assert.strictEqual(key, `${prefix}cool-down:{rl}:cxn_a`)
       assert.strictEqual(yield* Effect.promise(() => raw.get(key)), String(now + 60_000))
       const ttl = yield* Effect.promise(() => raw.pttl(key))
       assert.isTrue(ttl > 50_000 && ttl <= 60_000, `pttl ${ttl}`)

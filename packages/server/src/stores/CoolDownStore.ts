@@ -4,8 +4,15 @@ import { connectRedis, type RedisCounterStoreOptions, StoreUnavailable } from ".
 /** Options of {@link CoolDownStore.layerRedis}: the counter store's Redis settings. */
 export type RedisCoolDownStoreOptions = RedisCounterStoreOptions
 
-/** The Redis key of a connection's cool-down end, under the configured key prefix. */
-export const coolDownKey = (connectionId: string): string => `cool-down:${connectionId}`
+/**
+ * The hash tag of every key one rate-limit check touches (cool-downs and rule buckets): a rule's
+ * bucket is shared by many connections, so a single tag is the only one that keeps each check's
+ * one script call on one Redis Cluster slot (spec 4.6 rule 7: one logical counter store).
+ */
+export const rateLimitHashTag = "{rl}"
+
+/** The Redis key of a connection's cool-down end, under the configured key prefix and the rate-limit hash tag. */
+export const coolDownKey = (connectionId: string): string => `cool-down:${rateLimitHashTag}:${connectionId}`
 
 /**
  * Published cool-down ends of connections (spec 2.9; ARCHITECTURE "The Connection entity"): the
