@@ -5,7 +5,7 @@ import { Effect, Layer } from "effect"
 import { TestClock } from "effect/testing"
 import { Redis } from "ioredis"
 import { CoolDownStore, coolDownKey } from "./CoolDownStore.ts"
-import { connectRedis, type StoreUnavailable } from "./CounterStore.ts"
+import { connectRedis, StoreUnavailable } from "./CounterStore.ts"
 import {
   makeRedisRateLimitStore,
   type RateLimitDecision,
@@ -212,6 +212,21 @@ for (const backend of backends) {
         )
       }))
 
+    test("concurrent checks admit exactly the limit", (store) =>
+      Effect.gen(function* () {
+        const rules = [
+          rule("rl_f", fixed("1m", 10)),
+          rule("rl_t", bucket(12, 0.01)),
+          rule("rl_o", slidingLog("1m", 1), "observe")
+        ]
+        const decisions = yield* Effect.all(
+          Array.from({ length: 40 }, () => store.check({ connectionId: "cxn_a", rules })),
+          { concurrency: "unbounded" }
+        )
+        assert.strictEqual(decisions.filter((d) => d.admitted).length, 10)
+        assert.deepStrictEqual(yield* check(store, ...rules), ["no 60s 0", "ok 2", "no 60s 0"])
+      }))
+
     test("each rule and bucket is its own counter", (store) =>
       Effect.gen(function* () {
         const alg = fixed("1m", 1)
@@ -288,6 +303,19 @@ describe("RateLimitStore.layerRedis", () => {
       }
       assert.include(coolDownKey("cxn_a"), "{rl}")
       yield* Effect.promise(() => client.del(...keys))
+    })
+  )
+
+  it.live("fails with StoreUnavailable, promptly, when Redis is gone (the caller fails open)", () =>
+    Effect.gen(function* () {
+      const context = yield* Effect.context<never>()
+      const client = yield* connectRedis({ url: redisUrl, keyPrefix: uniqueRedisPrefix() }, context)
+      const store = makeRedisRateLimitStore(client, "redis")
+      assert.isTrue((yield* store.check({ connectionId: "cxn_a", rules: [rule("rl_f", fixed("1m", 1))] })).admitted)
+      client.disconnect()
+      const error = yield* Effect.flip(store.check({ connectionId: "cxn_a", rules: [rule("rl_f", fixed("1m", 1))] }))
+      assert.instanceOf(error, StoreUnavailable)
+      assert.strictEqual(error.operation, "rateLimit.check")
     })
   )
 
