@@ -12,7 +12,7 @@ import {
 } from "@svc/domain/RateLimitAlgorithm"
 import type { Algorithm, RateLimitMode } from "@svc/domain/RateLimitDefinition"
 import { Clock, Context, Duration, Effect, Layer, Option } from "effect"
-import type { Redis } from "ioredis"
+import type { ClientContext, Redis, Result } from "ioredis"
 import { CoolDownStore, coolDownKey, rateLimitHashTag } from "./CoolDownStore.ts"
 import { connectRedis, type RedisCounterStoreOptions, StoreUnavailable } from "./CounterStore.ts"
 import { rateLimitScript } from "./RateLimitScript.ts"
@@ -289,9 +289,12 @@ export class RateLimitStore extends Context.Service<
     )
 }
 
-const commandName = "svcRateLimitCheck"
-
-type ScriptCommand = (...args: ReadonlyArray<string | number>) => Promise<unknown>
+// The script's command, as ioredis documents declaring custom commands (`defineCommand`).
+declare module "ioredis" {
+  interface RedisCommander<Context extends ClientContext = { type: "default" }> {
+    svcRateLimitCheck(numKeys: number, ...keysAndArgs: ReadonlyArray<string>): Result<unknown, Context>
+  }
+}
 
 /**
  * The Redis store on a connected client (exported for tests that watch the client's commands):
@@ -299,8 +302,7 @@ type ScriptCommand = (...args: ReadonlyArray<string | number>) => Promise<unknow
  * on a connection and after a `NOSCRIPT`).
  */
 export const makeRedisRateLimitStore = (client: Redis, clock: "redis" | "effect"): RateLimitStore["Service"] => {
-  client.defineCommand(commandName, { lua: rateLimitScript })
-  const run = (client as unknown as Record<typeof commandName, ScriptCommand>)[commandName].bind(client)
+  client.defineCommand("svcRateLimitCheck", { lua: rateLimitScript })
   const clockArg = clock === "redis" ? Effect.succeed("") : Effect.map(Clock.currentTimeMillis, String)
 
   return RateLimitStore.of({
@@ -314,7 +316,7 @@ export const makeRedisRateLimitStore = (client: Redis, clock: "redis" | "effect"
         args.push(rule.mode === "observe" ? "1" : "0", kindTag[params.kind], String(a), String(b))
       }
       const reply = yield* Effect.tryPromise({
-        try: () => run(keys.length, ...keys, ...args),
+        try: () => client.svcRateLimitCheck(keys.length, ...keys, ...args),
         catch: (cause) => new StoreUnavailable({ operation: "rateLimit.check", cause })
       })
       return yield* decode(request, reply)
