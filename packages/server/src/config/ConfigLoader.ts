@@ -3,23 +3,17 @@
  * default; then `SVC__<key>__<key>=value` environment overrides; then Schema decoding with errors
  * that name the key. Never echoes configured values (they may be secrets).
  */
-import { Effect, Predicate, Redacted, Schema } from "effect"
+import { Effect, Predicate, Schema } from "effect"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { parse as parseYaml, YAMLParseError } from "yaml"
 import { allServiceIds, type ServiceId } from "@svc/domain/Auth"
 import { issueDetails } from "@svc/domain/Errors"
-import { parseDuration } from "@svc/domain/Duration"
 import { ConfigFile, type ConfiguredActor, type DatabaseConfig } from "./ConfigSchema.ts"
-import type {
-  ClientSecretSource,
-  Listener,
-  ResolvedCluster,
-  ResolvedConfig,
-  ResolvedDatabase,
-  RootKeySource,
-  SigningKey
-} from "./SvcConfig.ts"
+import { resolveCluster } from "./ClusterConfig.ts"
+import { durationMs, intervalMs } from "./Durations.ts"
+import { resolveClientSecrets, resolveRootKey, resolveSigningKey } from "./SecretSources.ts"
+import type { Listener, ResolvedConfig, ResolvedDatabase } from "./SvcConfig.ts"
 
 /** The configuration could not be read or is invalid; `problems` name each bad key. */
 export class ConfigError extends Schema.TaggedError<ConfigError>()("ConfigError", {
@@ -144,83 +138,6 @@ const resolveDatabase = (
   return { provider: "postgres", url, maxConnections, ssl }
 }
 
-const resolveSigningKey = (file: ConfigFile, base: string, dataDir: string, problems: Array<string>): SigningKey => {
-  const key = file.system_auth?.jwt_signing_key
-  if (key?.public_key !== undefined && key.private_key !== undefined) {
-    problems.push(
-      "system_auth.jwt_signing_key: set exactly one of public_key.path (RS256) or private_key.path (HS256 shared secret)"
-    )
-  }
-  if (key?.public_key !== undefined)
-    return { algorithm: "RS256", publicKeyPath: path.resolve(base, key.public_key.path) }
-  if (key?.private_key !== undefined)
-    return { algorithm: "HS256", secretPath: path.resolve(base, key.private_key.path) }
-  const dir = path.join(dataDir, "dev-keys")
-  return {
-    algorithm: "RS256",
-    generated: { privateKeyPath: path.join(dir, "jwt-private.pem"), publicKeyPath: path.join(dir, "jwt-public.pem") }
-  }
-}
-
-// SECURITY.md "Encryption at rest": production (PostgreSQL) refuses to run without a durable root key.
-const resolveRootKey = (
-  file: ConfigFile,
-  base: string,
-  dataDir: string,
-  database: ResolvedDatabase,
-  problems: Array<string>
-): RootKeySource => {
-  const key = file.encryption?.root_key
-  if (key !== undefined) {
-    if ([key.path, key.env, key.value].filter((v) => v !== undefined).length !== 1) {
-      problems.push("encryption.root_key: set exactly one of path, env or value")
-    }
-    if (key.path !== undefined) return { source: "file", path: path.resolve(base, key.path) }
-    if (key.env !== undefined) {
-      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key.env)) {
-        problems.push("encryption.root_key.env: must be an environment variable name")
-      }
-      return { source: "env", name: key.env }
-    }
-    if (key.value !== undefined) return { source: "value", value: Redacted.make(key.value) }
-  }
-  if (database.provider === "postgres") {
-    problems.push(
-      "encryption.root_key: is required when the database is PostgreSQL (production refuses to run without a durable root key)"
-    )
-  }
-  return { source: "generated", path: path.join(dataDir, "root.key") }
-}
-
-const resolveClientSecrets = (
-  file: ConfigFile,
-  base: string,
-  problems: Array<string>
-): ReadonlyMap<string, ClientSecretSource> => {
-  const out = new Map<string, ClientSecretSource>()
-  for (const [index, client] of (file.oauth2?.clients ?? []).entries()) {
-    const at = `oauth2.clients[${index}]`
-    const secret = client.client_secret
-    if ([secret.path, secret.env, secret.value].filter((v) => v !== undefined).length !== 1) {
-      problems.push(`${at}.client_secret: set exactly one of path, env or value`)
-    }
-    if (out.has(client.client_id)) problems.push(`${at}.client_id: ${client.client_id} is configured twice`)
-    if (secret.env !== undefined && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(secret.env)) {
-      problems.push(`${at}.client_secret.env: must be an environment variable name`)
-    }
-    const source: ClientSecretSource | undefined =
-      secret.path !== undefined
-        ? { source: "file", path: path.resolve(base, secret.path) }
-        : secret.env !== undefined
-          ? { source: "env", name: secret.env }
-          : secret.value !== undefined
-            ? { source: "value", value: Redacted.make(secret.value) }
-            : undefined
-    if (source !== undefined) out.set(client.client_id, source)
-  }
-  return out
-}
-
 const publicBaseUrl = (file: ConfigFile, listener: Listener, problems: Array<string>): string => {
   const configured = file.public?.base_url
   if (configured === undefined) {
@@ -234,73 +151,6 @@ const publicBaseUrl = (file: ConfigFile, listener: Listener, problems: Array<str
   } catch {
     problems.push("public.base_url: must be an absolute URL")
     return configured
-  }
-}
-
-/** A duration key in milliseconds: the default when absent, a problem when below `minimumMs`. */
-const intervalMs = (
-  text: string | undefined,
-  at: string,
-  fallback: number,
-  minimumMs: number,
-  problems: Array<string>
-): number => {
-  const ms = durationMs(text, fallback)
-  if (ms < minimumMs) problems.push(`${at}: must be at least ${minimumMs}ms`)
-  return Math.max(minimumMs, ms)
-}
-
-const wildcardHosts: ReadonlySet<string> = new Set(["0.0.0.0", "::", "[::]"])
-
-/** The cluster block with its defaults; the advertised host must be one other processes can dial. */
-const resolveCluster = (file: ConfigFile, problems: Array<string>): ResolvedCluster => {
-  const cluster = file.cluster
-  const host = cluster?.runner?.host ?? "127.0.0.1"
-  const advertisedHost = cluster?.runner?.advertised_host ?? host
-  if (wildcardHosts.has(advertisedHost)) {
-    problems.push(
-      `cluster.runner.advertised_host: ${advertisedHost} cannot be dialled; set the address other processes reach this worker at`
-    )
-  }
-  const at = (key: string) => `cluster.${key}`
-  const refresh = intervalMs(
-    cluster?.shard_lock_refresh_interval,
-    at("shard_lock_refresh_interval"),
-    2_000,
-    100,
-    problems
-  )
-  const expiration = intervalMs(cluster?.shard_lock_expiration, at("shard_lock_expiration"), 10_000, 300, problems)
-  if (expiration < 3 * refresh) {
-    problems.push("cluster.shard_lock_expiration: must be at least 3 times cluster.shard_lock_refresh_interval")
-  }
-  return {
-    runner: { host, port: cluster?.runner?.port ?? 34431, advertisedHost },
-    shardsPerGroup: cluster?.shards_per_group ?? 300,
-    shardLockRefreshIntervalMs: refresh,
-    shardLockExpirationMs: expiration,
-    refreshAssignmentsIntervalMs: intervalMs(
-      cluster?.refresh_assignments_interval,
-      at("refresh_assignments_interval"),
-      1_000,
-      50,
-      problems
-    ),
-    runnerHealthCheckIntervalMs: intervalMs(
-      cluster?.runner_health_check_interval,
-      at("runner_health_check_interval"),
-      5_000,
-      100,
-      problems
-    ),
-    entityMessagePollIntervalMs: intervalMs(
-      cluster?.entity_message_poll_interval,
-      at("entity_message_poll_interval"),
-      1_000,
-      50,
-      problems
-    ),
-    entityMaxIdleTimeMs: intervalMs(cluster?.entity_max_idle_time, at("entity_max_idle_time"), 60_000, 1_000, problems)
   }
 }
 
@@ -425,10 +275,6 @@ export const resolve = (file: ConfigFile, source: string, cwd: string): Effect.E
   }
   return problems.length > 0 ? Effect.fail(new ConfigError({ source, problems })) : Effect.succeed(resolved)
 }
-
-/** A decoded duration string in milliseconds, or the default when absent. */
-const durationMs = (text: string | undefined, fallback: number): number =>
-  text === undefined ? fallback : (parseDuration(text) ?? fallback)
 
 /** Reads, overrides, decodes and resolves the configuration. */
 export const loadConfig = Effect.fn("ConfigLoader.loadConfig")(function* (options: LoadOptions) {

@@ -1,0 +1,19 @@
+/** Duration keys of the configuration in milliseconds, with their defaults and minimums. */
+import { parseDuration } from "@svc/domain/Duration"
+
+/** A decoded duration string in milliseconds, or the default when absent. */
+export const durationMs = (text: string | undefined, fallback: number): number =>
+  text === undefined ? fallback : (parseDuration(text) ?? fallback)
+
+/** A duration key in milliseconds: the default when absent, a problem when below `minimumMs`. */
+export const intervalMs = (
+  text: string | undefined,
+  at: string,
+  fallback: number,
+  minimumMs: number,
+  problems: Array<string>
+): number => {
+  const ms = durationMs(text, fallback)
+  if (ms < minimumMs) problems.push(`${at}: must be at least ${minimumMs}ms`)
+  return Math.max(minimumMs, ms)
+}
