@@ -6,16 +6,13 @@
  * without losing a lock; an api process keeps proxying while every worker is down. Handoff
  * times are printed (measured, never asserted beyond a generous bound). Loopback only, bounded.
  */
-import { Context, Effect, Exit, Layer, Scope } from "effect"
 import { SignJWT } from "jose"
 import { type ChildProcess, spawn } from "node:child_process"
-import { randomBytes, randomUUID } from "node:crypto"
-import * as fs from "node:fs/promises"
-import * as path from "node:path"
+import { randomBytes } from "node:crypto"
 import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { TestDatabase, postgres } from "@svc/sql/TestDatabase"
 import { caller, eventually, expectStatus, resources, type Svc } from "../support/Api.ts"
+import { type ProductionWorkspace, productionWorkspace } from "../support/ProductionWorkspace.ts"
 import {
   freePort,
   freePorts,
@@ -24,13 +21,11 @@ import {
   type RunningSvc,
   runSvc,
   startSvc,
-  tempDir,
   waitForHttp
 } from "../support/SvcProcess.ts"
 import { startUpstream, type Upstream } from "../support/Upstream.ts"
 
 const clientMain = fileURLToPath(new URL("../support/clusterClient.ts", import.meta.url))
-const secret = randomBytes(48)
 
 interface RunnerHealth {
   readonly runner?: { readonly address: string; readonly registered: boolean; readonly ownedShards: number }
@@ -127,7 +122,7 @@ interface LockAnswer {
 
 describe("cluster on PostgreSQL: 3 runners, 2 client-only members, 1 api process", () => {
   let dir: string
-  let scope: Scope.Closeable
+  let workspace: ProductionWorkspace | undefined
   let url: string
   const workers: Array<Worker> = []
   const clients: Array<ClusterClient> = []
@@ -176,26 +171,10 @@ describe("cluster on PostgreSQL: 3 runners, 2 client-only members, 1 api process
   }
 
   beforeAll(async () => {
-    dir = await tempDir("svc-e2e-cluster-")
-    scope = await Effect.runPromise(Scope.make())
-    const context = await Effect.runPromise(Layer.buildWithScope(postgres, scope))
-    url = Context.get(context, TestDatabase).url ?? ""
-    await fs.writeFile(path.join(dir, "hs256.secret"), secret, { mode: 0o600 })
-    await fs.writeFile(path.join(dir, "root.key"), randomBytes(32).toString("base64"), { mode: 0o600 })
-    await fs.writeFile(
-      path.join(dir, "svc.yaml"),
-      [
-        `database: { provider: postgres, url: "${url}", max_connections: 4 }`,
-        `counter_store: { provider: redis, url: "redis://127.0.0.1:6379", key_prefix: "svc-e2e-${randomUUID()}:" }`,
-        "encryption: { root_key: { path: root.key } }",
-        "outbound: { allow_private_networks: true }",
-        "system_auth:",
-        "  jwt_signing_key: { private_key: { path: hs256.secret } }",
-        "  actors:",
-        "    - external_id: ops",
-        "      permissions: [{ namespace: 'root.**', resources: ['*'], verbs: ['*'] }]"
-      ].join("\n")
-    )
+    workspace = await productionWorkspace("svc-e2e-cluster-")
+    dir = workspace.dir
+    url = workspace.url
+    await workspace.writeConfig(["outbound: { allow_private_networks: true }"])
     const migrated = await runSvc(["migrate"], { cwd: dir })
     expect(migrated.code, migrated.output).toBe(0)
     for (const name of ["w1", "w2", "w3"]) await startWorker(name)
@@ -207,8 +186,7 @@ describe("cluster on PostgreSQL: 3 runners, 2 client-only members, 1 api process
     for (const client of clients) client.stop()
     await Promise.all([...workers.map((w) => w.process.stop("SIGKILL")), api?.stop("SIGKILL")])
     await upstream?.close()
-    if (scope !== undefined) await Effect.runPromise(Scope.close(scope, Exit.void))
-    await fs.rm(dir, { recursive: true, force: true })
+    await workspace?.close()
   })
 
   it("three runners share the shards, each reporting its own in /healthz", async () => {
@@ -301,7 +279,7 @@ describe("cluster on PostgreSQL: 3 runners, 2 client-only members, 1 api process
       .setSubject("ops")
       .setIssuedAt()
       .setExpirationTime("1h")
-      .sign(secret)
+      .sign(workspace!.secret)
     const running = api
     const svc: Svc = {
       ports,

@@ -3,58 +3,40 @@
  * secret, `svc migrate` before `svc serve`, a subset of services, and the JWT rules of spec 5
  * enforced over real HTTP (audience, single-use nonce through Redis, unknown actor, algorithm).
  */
-import { Context, Effect, Exit, Layer, Scope } from "effect"
 import { SignJWT } from "jose"
 import { randomBytes, randomUUID } from "node:crypto"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { TestDatabase, postgres } from "@svc/sql/TestDatabase"
-import { freePorts, type Ports, portEnv, runSvc, startSvc, tempDir, waitForHttp } from "../support/SvcProcess.ts"
+import { type ProductionWorkspace, productionWorkspace } from "../support/ProductionWorkspace.ts"
+import { freePorts, type Ports, portEnv, runSvc, startSvc, waitForHttp } from "../support/SvcProcess.ts"
 
-const secret = randomBytes(48)
+let workspace: ProductionWorkspace
 
-const sign = (claims: Record<string, unknown>, key: Uint8Array = secret, alg = "HS256") =>
+const sign = (claims: Record<string, unknown>, key: Uint8Array = workspace.secret, alg = "HS256") =>
   new SignJWT(claims).setProtectedHeader({ alg, typ: "JWT" }).setIssuedAt().setJti(randomUUID()).sign(key)
 
 describe("production configuration (PostgreSQL, Redis, HS256)", () => {
   let dir: string
   let ports: Ports
-  let scope: Scope.Closeable
   let env: Record<string, string>
   const api = (p: string) => `http://127.0.0.1:${ports.api}${p}`
   const whoami = (token: string) => fetch(api("/api/v1/auth/whoami"), { headers: { authorization: `Bearer ${token}` } })
 
   beforeAll(async () => {
-    dir = await tempDir("svc-e2e-production-")
+    workspace = await productionWorkspace("svc-e2e-production-")
+    dir = workspace.dir
     ports = await freePorts()
-    scope = await Effect.runPromise(Scope.make())
-    const context = await Effect.runPromise(Layer.buildWithScope(postgres, scope))
-    const url = Context.get(context, TestDatabase).url ?? ""
-    await fs.writeFile(path.join(dir, "hs256.secret"), secret, { mode: 0o600 })
-    await fs.writeFile(path.join(dir, "root.key"), randomBytes(32).toString("base64"), { mode: 0o600 })
-    await fs.writeFile(
-      path.join(dir, "svc.yaml"),
-      [
-        `database: { provider: postgres, url: "${url}", max_connections: 4 }`,
-        `counter_store: { provider: redis, url: "redis://127.0.0.1:6379", key_prefix: "svc-e2e-${randomUUID()}:" }`,
-        "encryption: { root_key: { path: root.key } }",
-        "system_auth:",
-        "  jwt_signing_key: { private_key: { path: hs256.secret } }",
-        "  actors:",
-        "    - external_id: ops",
-        "      permissions: [{ namespace: 'root.**', resources: ['*'], verbs: ['*'] }]",
-        "    - external_id: viewer",
-        "      namespace: root.acme",
-        "      permissions: [{ namespace: 'root.acme.**', resources: [connectors], verbs: [list] }]"
-      ].join("\n")
-    )
+    await workspace.writeConfig([
+      "    - external_id: viewer",
+      "      namespace: root.acme",
+      "      permissions: [{ namespace: 'root.acme.**', resources: [connectors], verbs: [list] }]"
+    ])
     env = portEnv(ports)
   }, 60_000)
 
   afterAll(async () => {
-    if (scope !== undefined) await Effect.runPromise(Scope.close(scope, Exit.void))
-    await fs.rm(dir, { recursive: true, force: true })
+    await workspace?.close()
   })
 
   it("refuses to serve on a schema that is behind, then migrates once", async () => {

@@ -20,7 +20,7 @@ const handlers = Effect.gen(function* () {
     service !== "worker"
       ? Effect.succeed({ ok, checks, runner: undefined })
       : Effect.map(runnerStatus.report, (runner) => {
-          const up = runner !== undefined && runner.registered && !runner.shuttingDown
+          const up = runner?.registered === true && !runner.shuttingDown
           const check = up
             ? { status: "ok" as const }
             : { status: "unavailable" as const, error: "runner not registered" }
