@@ -43,6 +43,8 @@ let canaryHits = 0
 let canaryPort = 0
 let connectorId: string
 let connectionId: string
+/** A second connection of the connector: the one a genuine 429 cools down (spec 2.9), apart from the rest. */
+let limitedId: string
 let ns: string
 
 const proxy = (body: Record<string, unknown>, id = connectionId) =>
@@ -90,6 +92,7 @@ beforeAll(async () => {
   connectorId = connector.id
   const connection = await r.connection(connectorId, { credentials: { api_key: secret }, labels: { tier: "gold" } })
   connectionId = connection.id
+  limitedId = (await r.connection(connectorId, { credentials: { api_key: secret } })).id
 }, 120_000)
 
 afterAll(async () => {
@@ -119,11 +122,20 @@ describe("_proxy", () => {
     expect(JSON.stringify(answer)).not.toContain(secret)
   })
 
-  it("passes a genuine upstream 429 through inside a 200 envelope", async () => {
-    const answer = expectStatus<ProxyAnswer>(await proxy({ url: `${upstream.origin}/limited`, method: "GET" }), 200)
+  it("passes a genuine upstream 429 through inside a 200 envelope; the next request gets svc's own 429", async () => {
+    const before = upstream.seen().length
+    const answer = expectStatus<ProxyAnswer>(
+      await proxy({ url: `${upstream.origin}/limited`, method: "GET" }, limitedId),
+      200
+    )
     expect(answer.statusCode).toBe(429)
     expect(answer.headers["retry-after"]).toBe("7")
     expect(Buffer.from(answer.bodyRaw ?? "", "base64").toString()).toBe("slow down")
+    // The connection cools down for the 7 s the upstream asked for: a real HTTP 429, no upstream call.
+    const cooled = await proxy({ url: `${upstream.origin}/json`, method: "GET" }, limitedId)
+    expect(cooled.status).toBe(429)
+    expect(cooled.body).toMatchObject({ rate_limit_id: null })
+    expect(upstream.seen().length).toBe(before + 1)
   })
 
   it("sends bodyJson as JSON and bodyRaw as bytes", async () => {
@@ -309,14 +321,14 @@ describe("request events", () => {
 
   it("filters by status range, method, path and namespace", async () => {
     const limited = await eventually(
-      () => events({ connectionId, statusCodeRange: "400-499" }),
+      () => events({ connectionId: limitedId, statusCodeRange: "400-499" }),
       (page) => page.items.length > 0
     )
     expect(limited.items.every((e) => e.response_status_code === 429)).toBe(true)
     const posts = await events({ connectionId, method: "POST" })
     expect(posts.items.length).toBeGreaterThan(0)
     expect(posts.items.every((e) => e.method === "POST")).toBe(true)
-    const paths = await events({ connectionId, path: "/limited" })
+    const paths = await events({ connectionId: limitedId, path: "/limited" })
     expect(paths.items.length).toBeGreaterThan(0)
     expect(paths.items.every((e) => e.path === "/limited")).toBe(true)
     const elsewhere = await events({ namespace: "root.elsewhere.**" })

@@ -38,15 +38,37 @@ export const LockHeld = Schema.TaggedStruct("HeldBy", MigrationLockHolder.fields
 export const AcquireResult = Schema.Union([LockAcquired, LockHeld])
 export type AcquireResult = typeof AcquireResult.Type
 
+const Millis = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
+
 /**
- * An upstream answered 429 at `observedAt` (with `Retry-After` as `retryAfterMs` when it sent
- * one): the streak grows, the cool-down end moves to the later of the current end and the new
- * one, and it is published to the cool-down store. Replies the resulting cool-down.
+ * The connector's `rate_limiting` arithmetic in milliseconds (spec 2.9), as the reporting process
+ * read it from the connection's connector version: the entity needs no connector lookup.
+ */
+export const CoolDownSettings = Schema.Struct({
+  maxRetryAfterMs: Millis,
+  defaultRetryAfterMs: Millis,
+  exponentialBackoff: Schema.optionalKey(
+    Schema.Struct({
+      initialIntervalMs: Millis,
+      multiplier: Schema.Finite.check(Schema.isGreaterThanOrEqualTo(1)),
+      maxIntervalMs: Millis,
+      jitterFraction: Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 1 }))
+    })
+  )
+})
+export type CoolDownSettings = typeof CoolDownSettings.Type
+
+/**
+ * An upstream answered 429 at `observedAt` (with the wait its `retry_after_headers` asked for as
+ * `retryAfterMs` when one parsed): the streak grows, the cool-down length follows spec 2.9 under
+ * `settings` (the spec defaults when absent), the end moves to the later of the current end and
+ * the new one, and it is published to the cool-down store. Replies the resulting cool-down.
  */
 export const ReportUpstream429 = Rpc.make("reportUpstream429", {
   payload: {
     observedAt: EpochMillis,
-    retryAfterMs: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)))
+    retryAfterMs: Schema.optionalKey(Millis),
+    settings: Schema.optionalKey(CoolDownSettings)
   },
   success: CoolDown
 })

@@ -112,21 +112,3 @@ export const coolDownMillis = (
       : backoffMillis(policy.exponentialBackoff, consecutive429s, sample)
   return Math.min(Math.max(0, wait), cap)
 }
-
-/**
- * The policy of {@link provisionalCoolDownMillis}: the spec 2.9 defaults with `exponential_backoff`
- * configured at its defaults but without jitter, since the entity has no connector settings or
- * random source yet.
- */
-export const provisionalCoolDownPolicy: CoolDownPolicy = {
-  ...defaultCoolDownPolicy,
-  exponentialBackoff: { ...defaultBackoffPolicy, jitterFraction: 0 }
-}
-
-/**
- * PROVISIONAL — the cool-down the `Connection` entity applies until it learns each connector's
- * `rate_limiting` and draws a jitter sample: {@link coolDownMillis} under
- * {@link provisionalCoolDownPolicy} (Retry-After capped at 15m, else `min(1s · 2^(n-1), 5m)`).
- */
-export const provisionalCoolDownMillis = (consecutive429s: number, retryAfterMs: number | undefined): number =>
-  coolDownMillis(provisionalCoolDownPolicy, consecutive429s, retryAfterMs, 0) ?? 0

@@ -220,8 +220,14 @@ export const emptyIndex: RuleIndex = { byNamespace: new Map(), size: 0 }
 /**
  * Every rule that matches the request, with its bucket (spec 4.6 rule 1: no priority, rules at
  * every level from `root` down to the connection's namespace stack), outermost namespace first.
+ * A rule that throws while it is evaluated is skipped for this request and handed to `onError`
+ * (spec 4.6 rule 8); the other rules still apply.
  */
-export const matchingRules = (index: RuleIndex, request: RateLimitRequest): ReadonlyArray<MatchedRule> => {
+export const matchingRules = (
+  index: RuleIndex,
+  request: RateLimitRequest,
+  onError?: (rule: CompiledRule, error: unknown) => void
+): ReadonlyArray<MatchedRule> => {
   if (index.size === 0) return []
   const out: Array<MatchedRule> = []
   const namespace = request.namespace
@@ -229,7 +235,13 @@ export const matchingRules = (index: RuleIndex, request: RateLimitRequest): Read
   for (;;) {
     const rules = index.byNamespace.get(end === -1 ? namespace : namespace.slice(0, end))
     if (rules !== undefined) {
-      for (const rule of rules) if (rule.selects(request)) out.push({ rule, bucket: rule.bucketOf(request) })
+      for (const rule of rules) {
+        try {
+          if (rule.selects(request)) out.push({ rule, bucket: rule.bucketOf(request) })
+        } catch (error) {
+          onError?.(rule, error)
+        }
+      }
     }
     if (end === -1) return out
     end = namespace.indexOf(".", end + 1)

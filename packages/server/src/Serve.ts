@@ -16,6 +16,7 @@ import { Encryption } from "./crypto/Encryption.ts"
 import * as Events from "./events/Events.ts"
 import * as Servers from "./http/Servers.ts"
 import * as ProxyPlane from "./proxy/Proxy.ts"
+import * as RateLimiting from "./ratelimit/RateLimiting.ts"
 import { ActorDirectory } from "./resources/ActorDirectory.ts"
 import * as Database from "./stores/Database.ts"
 import * as Stores from "./stores/Stores.ts"
@@ -48,9 +49,13 @@ export const serve = Effect.fn("Serve.serve")(function* (
       }
     : undefined
   // One instance of each shared service (and its cache) for the handlers and the worker: the
-  // directory (the authenticator reads it, actor writes invalidate it) and encryption (key writes
-  // invalidate its cache).
-  const shared = Layer.mergeAll(ActorDirectory.layerNoDeps, Encryption.layerNoDeps(config.encryption.rootKey))
+  // directory (the authenticator reads it, actor writes invalidate it), encryption (key writes
+  // invalidate its cache) and rate limiting (rule writes reload its cache).
+  const shared = Layer.mergeAll(
+    ActorDirectory.layerNoDeps,
+    Encryption.layerNoDeps(config.encryption.rootKey),
+    RateLimiting.layerNoDeps
+  )
   const handlerServices = ProxyPlane.layerNoDeps.pipe(
     Layer.provideMerge(ConnectionServices.layerNoDeps),
     Layer.provideMerge(Events.layerNoDeps(config)),

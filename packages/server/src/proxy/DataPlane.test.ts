@@ -2,7 +2,7 @@
  * Hot-path discipline of the proxy data plane (issue 6, ARCHITECTURE "request path"): the layers
  * are wired as `Serve.ts` wires them over in-memory PGlite, and every statement the main database
  * runs is counted. A cold request loads its target; warm `_proxy` and `_proxy_raw` requests run no
- * SQL at all; a connection write through `Connections.update` evicts the target at once (the next
+ * SQL at all, also with rate-limit rules matching them (enforce and observe, counted in memory); a connection write through `Connections.update` evicts the target at once (the next
  * request reloads and its event carries the new label), while a write the process did not make is
  * seen once `targetTtl` has passed. Request events go through the real buffer to a separate
  * app-metrics PGlite instance, so they are not main-database statements.
@@ -13,8 +13,9 @@ import { CounterStore } from "../stores/CounterStore.ts"
 import { NotificationRepo } from "@svc/sql/NotificationRepo"
 import { assert, layer } from "@effect/vitest"
 import type { AuthenticatedActor } from "@svc/domain/http/Security"
-import type { ProxyRequest } from "@svc/domain/Proxy"
+import type { ProxyRequest, ProxyResponse } from "@svc/domain/Proxy"
 import type { RequestEvent } from "@svc/domain/RequestEvent"
+import { CreateRateLimit } from "@svc/domain/RateLimit"
 import { ConnectionRepo } from "@svc/sql/ConnectionRepo"
 import { ConnectorRepo } from "@svc/sql/ConnectorRepo"
 import { DataKeyRepo } from "@svc/sql/DataKeyRepo"
@@ -22,7 +23,8 @@ import * as Migrations from "@svc/sql/Migrations"
 import * as PgliteClient from "@svc/sql/PgliteClient"
 import { ResourceRepo } from "@svc/sql/ResourceRepo"
 import * as TestDatabase from "@svc/sql/TestDatabase"
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer, Schema } from "effect"
+import { HttpServerResponse } from "effect/http"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
 import * as fs from "node:fs/promises"
@@ -46,6 +48,12 @@ import { Namespaces } from "../resources/Namespaces.ts"
 import { RequestEvents, requestEventRepoLayer } from "../events/RequestEvents.ts"
 import { ResourceOps } from "../resources/ResourceOps.ts"
 import { DataPlane } from "./DataPlane.ts"
+import { CoolDownReports } from "../ratelimit/CoolDownReports.ts"
+import { RequestLimiter } from "../ratelimit/RequestLimiter.ts"
+import { RuleCache } from "../ratelimit/RuleCache.ts"
+import { RateLimits } from "../resources/RateLimits.ts"
+import { CoolDownStore } from "../stores/CoolDownStore.ts"
+import { RateLimitStore } from "../stores/RateLimitStore.ts"
 import { Outbound } from "../outbound/Outbound.ts"
 import { ProxyEvents } from "./ProxyEvents.ts"
 import { ProxyTargets, targetTtl } from "./ProxyTargets.ts"
@@ -61,13 +69,29 @@ const connectionSupport = Layer.mergeAll(ConnectionSecrets.layerNoDeps, Credenti
 const dataPlane = DataPlane.layerNoDeps.pipe(
   Layer.provide(Layer.mergeAll(ProxyTargets.layerNoDeps, ProxyEvents.layerNoDeps()))
 )
+/**
+ * The limiter over the real rule cache and the in-memory stores; these tests see no upstream 429,
+ * so telling the `Connection` entity anything is a failure of the test.
+ */
+const limiter = RequestLimiter.layerNoDeps.pipe(
+  Layer.provideMerge(RuleCache.layerWith({ refreshInterval: "1 hour" })),
+  Layer.provideMerge(RateLimitStore.layerMemory.pipe(Layer.provide(CoolDownStore.layerMemory))),
+  Layer.provide(
+    Layer.succeed(CoolDownReports)({
+      upstream429: (id) => Effect.die(new Error(`unexpected 429 report for ${id}`)),
+      success: (id) => Effect.die(new Error(`unexpected success report for ${id}`))
+    })
+  )
+)
 const services = Layer.mergeAll(
   Namespaces.layerNoDeps,
   Connectors.layerNoDeps,
   Connections.layerNoDeps,
+  RateLimits.layerNoDeps,
   RequestEvents.layerNoDeps,
   dataPlane
 ).pipe(
+  Layer.provideMerge(limiter),
   Layer.provideMerge(TokenRefresher.layer),
   Layer.provideMerge(Notifications.layerNoDeps),
   Layer.provideMerge(
@@ -172,7 +196,9 @@ const proxyJson = (id: string, upstream: LocalServer, phase: string) =>
     const plane = yield* DataPlane
     const request: ProxyRequest = { url: `${upstream.origin}/json`, method: "GET", labels: { phase } }
     const answer = yield* plane.proxy(admin, id, request)
-    assert.deepStrictEqual([answer.statusCode, answer.bodyJson], [200, { ok: true }])
+    assert.isFalse(HttpServerResponse.isHttpServerResponse(answer), "an envelope")
+    const envelope = answer as ProxyResponse
+    assert.deepStrictEqual([envelope.statusCode, envelope.bodyJson], [200, { ok: true }])
   })
 
 /** The events of connection `id` whose request label `phase` is given, after a flush of the buffer. */
@@ -185,14 +211,48 @@ const eventsOf = (id: string, phase: string) =>
     return page.items
   })
 
+/** A rate-limit create body as the API decodes it. */
+const ruleBody = Schema.decodeUnknownSync(CreateRateLimit)
+
 const tiers = (events: ReadonlyArray<RequestEvent>) => events.map((event) => event.labels.tier)
 const times = (n: number, tier: string) => Array.from({ length: n }, () => tier)
 
 layer(Test, { timeout: "60 seconds" })("DataPlane hot path (PGlite)", (it) => {
-  it.effect("warm _proxy requests run no SQL; a connection update reloads the target once", () =>
+  it.effect("warm _proxy requests run no SQL, rules matching; a connection update reloads the target once", () =>
     Effect.gen(function* () {
       const upstream = yield* jsonUpstream
       const id = yield* connectionTo(upstream, "root.hot")
+      // Two rules at two levels match every request: neither rejects one of these 72 requests;
+      // the observe bucket empties after its 5 tokens, so later events name it (a dry-run rejection).
+      const rateLimits = yield* RateLimits
+      const roomy = yield* rateLimits.create(
+        admin,
+        ruleBody({
+          namespace: "root",
+          labels: {},
+          annotations: {},
+          definition: {
+            mode: "enforce",
+            selector: { request_types: ["proxy"], methods: ["GET"] },
+            bucket: { dimensions: ["connection"] },
+            algorithm: { fixed_window: { window: "1h", limit: 1_000 } }
+          }
+        })
+      )
+      const watched = yield* rateLimits.create(
+        admin,
+        ruleBody({
+          namespace: "root.hot",
+          labels: {},
+          annotations: {},
+          definition: {
+            mode: "observe",
+            selector: { request_types: ["proxy"], label_selector: "tier" },
+            bucket: { dimensions: [] },
+            algorithm: { token_bucket: { capacity: 5, refill_rate: 0.001 } }
+          }
+        })
+      )
       const counter = yield* mainStatements
 
       yield* proxyJson(id, upstream, "cold")
@@ -228,6 +288,24 @@ layer(Test, { timeout: "60 seconds" })("DataPlane hot path (PGlite)", (it) => {
       assert.deepStrictEqual(tiers(yield* eventsOf(id, "after")), ["platinum"])
       assert.deepStrictEqual(tiers(yield* eventsOf(id, "again")), times(20, "platinum"))
       assert.deepStrictEqual(counter.statements(), [], "statements on the main database while reading events")
+
+      // Every event lists both matches; from the sixth request on, the observe rule would have rejected.
+      const events = [
+        ...(yield* eventsOf(id, "cold")),
+        ...(yield* eventsOf(id, "warm")),
+        ...(yield* eventsOf(id, "after")),
+        ...(yield* eventsOf(id, "again"))
+      ]
+      for (const event of events) {
+        assert.strictEqual(event.response_source, "upstream")
+        assert.deepStrictEqual(event.rate_limit_matched, [
+          { id: roomy.id, mode: "enforce", bucket: { connection: id } },
+          { id: watched.id, mode: "observe", bucket: {} }
+        ])
+      }
+      const dryRuns = events.filter((event) => event.rate_limit_id === watched.id)
+      assert.strictEqual(dryRuns.length, events.length - 5)
+      assert.isTrue(dryRuns.every((event) => event.rate_limit_mode === "observe"))
     })
   )
 

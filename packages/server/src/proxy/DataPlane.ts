@@ -2,7 +2,7 @@
  * The proxy data plane (spec 4.2, 2.5, 2.12; ARCHITECTURE "request path"): `_proxy` (an
  * envelope in, an envelope out) and `_proxy_raw` (both bodies stream), two routes through the
  * one pipeline (`Pipeline.ts`). Each request resolves its connection from the in-process cache,
- * freezes its label snapshot, opens its event, passes the rate-limit and cool-down stages, waits
+ * freezes its label snapshot, opens its event, passes rate limits and the cool-down, waits
  * for a slot under the connection's concurrency cap, injects credentials last and leaves through
  * `Outbound` (host allow-list, connect-time address checks, no redirects followed). The event is
  * written after the answer, off the request's fiber.
@@ -11,6 +11,7 @@ import type { IncomingMessage, ServerResponse } from "node:http"
 import type { AuthenticatedActor } from "@svc/domain/http/Security"
 import type { ProxyRequest, ProxyResponse } from "@svc/domain/Proxy"
 import { Context, Effect, Layer } from "effect"
+import type { HttpServerResponse } from "effect/http"
 import { Outbound } from "../outbound/Outbound.ts"
 import { envelopeRoute } from "./EnvelopeRoute.ts"
 import { makePipeline } from "./Pipeline.ts"
@@ -18,7 +19,8 @@ import type { ProxyEvents } from "./ProxyEvents.ts"
 import type { ProxyTargets } from "./ProxyTargets.ts"
 import { rawRoute } from "./RawRoute.ts"
 import type { ProxyError } from "./Route.ts"
-import { passThroughStages, type Stages } from "./Stages.ts"
+import { RequestLimiter } from "../ratelimit/RequestLimiter.ts"
+import { limiterStages, type Stages } from "./Stages.ts"
 
 export { maxEnvelopeResponseBytes } from "./EnvelopeRoute.ts"
 export type { ProxyError } from "./Route.ts"
@@ -26,12 +28,15 @@ export type { ProxyError } from "./Route.ts"
 export class DataPlane extends Context.Service<
   DataPlane,
   {
-    /** `POST /api/v1/connections/{id}/_proxy`. */
+    /**
+     * `POST /api/v1/connections/{id}/_proxy`: the upstream's answer in an envelope, or svc's own
+     * answer (a synthetic 429) as the HTTP response itself.
+     */
     readonly proxy: (
       actor: AuthenticatedActor,
       id: string,
       request: ProxyRequest
-    ) => Effect.Effect<ProxyResponse, ProxyError>
+    ) => Effect.Effect<ProxyResponse | HttpServerResponse.HttpServerResponse, ProxyError>
     /**
      * `/api/v1/connections/{id}/_proxy_raw`: answers the caller on `response` directly, streaming;
      * fails only before the upstream answer's head was written.
@@ -60,6 +65,7 @@ export class DataPlane extends Context.Service<
       })
     )
 
-  static readonly layerNoDeps: Layer.Layer<DataPlane, never, ProxyTargets | Outbound | ProxyEvents> =
-    DataPlane.layerWith(passThroughStages)
+  /** The data plane with this process's rate limits and reactive limiter (`RequestLimiter`). */
+  static readonly layerNoDeps: Layer.Layer<DataPlane, never, ProxyTargets | Outbound | ProxyEvents | RequestLimiter> =
+    Layer.unwrap(Effect.map(RequestLimiter, (limiter) => DataPlane.layerWith(limiterStages(limiter))))
 }

@@ -5,6 +5,7 @@
  */
 import type { ProxyRequest, ProxyResponse } from "@svc/domain/Proxy"
 import { Effect } from "effect"
+import { HttpServerResponse } from "effect/http"
 import type { Outbound, OutboundResponse } from "../outbound/Outbound.ts"
 import { responseEnvelope } from "./ResponseEnvelope.ts"
 import { badRequest, type CallerRequest, forwardable, type Route } from "./Route.ts"
@@ -22,7 +23,7 @@ const empty = new Uint8Array(0)
 /** The `_proxy` route over `outbound`. */
 export const envelopeRoute = (
   outbound: Outbound["Service"]
-): Route<ProxyRequest, EnvelopeRequest, OutboundResponse, ProxyResponse> => ({
+): Route<ProxyRequest, EnvelopeRequest, OutboundResponse, ProxyResponse | HttpServerResponse.HttpServerResponse> => ({
   span: "DataPlane.proxy",
   read: (body) => {
     if (body.bodyJson !== undefined && body.bodyRaw !== undefined) {
@@ -58,6 +59,14 @@ export const envelopeRoute = (
   whenOver: (_answer, over) => over(undefined),
   discard: () => {},
   relay: (_request, answer) => Effect.succeed(responseEnvelope(answer)),
-  // svc's answer travels in the envelope as an upstream answer would: callers read one shape.
-  answer: (_request, answer) => Effect.succeed(responseEnvelope(answer))
+  // svc's own answer (a synthetic 429) is a real HTTP answer, not an envelope (API-CONVENTIONS
+  // "Proxy"): a caller tells it from a genuine upstream 429, which arrives inside a 200 envelope.
+  answer: (_request, answer) =>
+    Effect.succeed(
+      HttpServerResponse.uint8Array(answer.body, {
+        status: answer.status,
+        headers: answer.headers,
+        contentType: answer.headers["content-type"]
+      })
+    )
 })

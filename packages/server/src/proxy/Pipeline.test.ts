@@ -1,9 +1,10 @@
 /**
- * The stages between the request log and the concurrency gate (spec 4.6 rule 5), driven through
- * the real pipeline with test stages in place of today's pass-throughs: a stage that answers
- * itself keeps the upstream uncalled, the later stages unrun, and writes one request event with
- * svc's `response_source`, status and `rate_limit_*` fields, through `_proxy` and `_proxy_raw`
- * alike; the fields of a rule that matched without rejecting reach the upstream's event.
+ * The limit stage between the request log and the concurrency gate (spec 4.6 rule 5), driven
+ * through the real pipeline with a test stage: an answer of its own keeps the upstream uncalled
+ * and writes one request event with svc's `response_source`, status and `rate_limit_*` fields,
+ * through `_proxy` (a real HTTP 429, not an envelope) and `_proxy_raw` alike; the fields of a
+ * rule that matched without rejecting reach the upstream's event; the reactive limiter's stage
+ * sees each upstream answer's status and headers once.
  */
 import { assert, layer } from "@effect/vitest"
 import { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
@@ -12,6 +13,7 @@ import { makeId } from "@svc/domain/Ids"
 import type { RequestEvent, RequestEventRateLimit } from "@svc/domain/RequestEvent"
 import { ConnectionRow } from "@svc/sql/Rows"
 import { Effect, Layer, Schema } from "effect"
+import { HttpServerResponse } from "effect/http"
 import * as fs from "node:fs/promises"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -26,7 +28,7 @@ import { localServer } from "../outbound/testing/LocalServer.ts"
 import { DataPlane } from "./DataPlane.ts"
 import { ProxyEvents } from "./ProxyEvents.ts"
 import { type ProxyTarget, ProxyTargets } from "./ProxyTargets.ts"
-import type { Stage, SvcAnswer, Verdict } from "./Stages.ts"
+import type { Stages, SvcAnswer, Verdict } from "./Stages.ts"
 
 const actor: AuthenticatedActor = {
   id: "act_pipeline",
@@ -73,23 +75,42 @@ const tooMany = (source: SvcAnswer["source"], rule?: string): SvcAnswer => ({
   body: Buffer.from(JSON.stringify({ error: "rate limited", rate_limit_id: rule ?? null, retry_after_seconds: 7 }))
 })
 
-/** Rejects requests labelled `phase=limited`; every other request matches an observe rule. */
-const rateLimit: Stage = (request) =>
-  Effect.sync((): Verdict => {
-    ran.push(`rateLimit:${request.labels.phase}`)
-    return request.labels.phase === "limited"
-      ? { _tag: "Answer", answer: tooMany("rate_limit", "rl_enforced"), rateLimit: enforced }
-      : { _tag: "Continue", rateLimit: observed }
+/**
+ * Rejects requests labelled `phase=limited` by a rule and `phase=cooling` as the reactive limiter
+ * would; every request matches an observe rule. Records each upstream answer it is shown.
+ */
+const stages: Stages = {
+  limit: (request) =>
+    Effect.sync((): Verdict => {
+      ran.push(`limit:${request.labels.phase}`)
+      switch (request.labels.phase) {
+        case "limited":
+          return { _tag: "Answer", answer: tooMany("rate_limit", "rl_enforced"), rateLimit: enforced }
+        case "cooling":
+          return { _tag: "Answer", answer: tooMany("connector_rate_limiter"), rateLimit: observed }
+        default:
+          return { _tag: "Continue", rateLimit: observed }
+      }
+    }),
+  answered: (request, status, headers) =>
+    Effect.sync(() => {
+      ran.push(`answered:${request.labels.phase}:${status}:${String(headers["content-type"])}`)
+    })
+}
+
+/** svc's own answer of `_proxy`: status, headers and JSON body of the HTTP response. */
+const svcAnswer = (answer: unknown) =>
+  Effect.promise(async () => {
+    assert.isTrue(HttpServerResponse.isHttpServerResponse(answer), "a real HTTP answer, not an envelope")
+    const response = HttpServerResponse.toWeb(answer as HttpServerResponse.HttpServerResponse)
+    return { status: response.status, headers: response.headers, body: (await response.json()) as unknown }
   })
 
-/** Answers requests labelled `phase=cooling` as the reactive limiter would. */
-const coolDown: Stage = (request) =>
-  Effect.sync((): Verdict => {
-    ran.push(`coolDown:${request.labels.phase}`)
-    return request.labels.phase === "cooling"
-      ? { _tag: "Answer", answer: tooMany("connector_rate_limiter") }
-      : { _tag: "Continue" }
-  })
+/** An upstream answer of `_proxy`: its envelope. */
+const envelope = (answer: unknown) => {
+  assert.isFalse(HttpServerResponse.isHttpServerResponse(answer), "an envelope")
+  return answer as { readonly statusCode: number; readonly bodyJson?: unknown }
+}
 
 const upstreamLayer = Layer.effect(
   ProxyTargets,
@@ -158,7 +179,7 @@ const configLayer = Layer.effect(
   })
 )
 
-const Test = DataPlane.layerWith({ rateLimit, coolDown }).pipe(
+const Test = DataPlane.layerWith(stages).pipe(
   Layer.provide(Layer.mergeAll(upstreamLayer, ProxyEvents.layerNoDeps(), Outbound.layer)),
   Layer.provide(Layer.merge(configLayer, sinkLayer))
 )
@@ -188,18 +209,20 @@ layer(Test, { timeout: "30 seconds" })("Pipeline stages", (it) => {
         labels: { phase: "limited" },
         bodyJson: { a: 1 }
       })
-      assert.strictEqual(answer.statusCode, 429)
-      assert.strictEqual(answer.headers["x-svc-ratelimited"], "true")
-      assert.strictEqual(answer.headers["x-svc-ratelimit"], "rl_enforced")
-      assert.deepStrictEqual(answer.bodyJson, {
+      const rejected = yield* svcAnswer(answer)
+      assert.strictEqual(rejected.status, 429)
+      assert.strictEqual(rejected.headers.get("retry-after"), "7")
+      assert.strictEqual(rejected.headers.get("x-svc-ratelimited"), "true")
+      assert.strictEqual(rejected.headers.get("x-svc-ratelimit"), "rl_enforced")
+      assert.deepStrictEqual(rejected.body, {
         error: "rate limited",
         rate_limit_id: "rl_enforced",
         retry_after_seconds: 7
       })
       assert.strictEqual(upstreamRequests(), before, "the upstream was not called")
       assert.deepStrictEqual(
-        ran.filter((stage) => stage.endsWith(":limited")),
-        ["rateLimit:limited"]
+        ran.filter((stage) => stage.includes(":limited")),
+        ["limit:limited"]
       )
 
       const event = eventOf("limited")
@@ -217,40 +240,38 @@ layer(Test, { timeout: "30 seconds" })("Pipeline stages", (it) => {
     })
   )
 
-  it.effect(
-    "a cool-down answer through _proxy_raw: a synthetic 429 on the wire, the matches of earlier stages kept",
-    () =>
-      Effect.gen(function* () {
-        const plane = yield* DataPlane
-        const front = yield* effectServer((request, response) => plane.proxyRaw(actor, "cxn_any", request, response))
-        const before = upstreamRequests()
-        const [status, ratelimited, rule, body] = yield* Effect.promise(async () => {
-          const response = await fetch(`${front.origin}/`, {
-            headers: { "x-svc-upstream-url": `${upstreamOrigin}/stream`, "x-svc-label": "phase=cooling" }
-          })
-          return [
-            response.status,
-            response.headers.get("x-svc-ratelimited"),
-            response.headers.get("x-svc-ratelimit"),
-            await response.json()
-          ] as const
+  it.effect("a cool-down answer through _proxy_raw: a synthetic 429 on the wire, the rule matches kept", () =>
+    Effect.gen(function* () {
+      const plane = yield* DataPlane
+      const front = yield* effectServer((request, response) => plane.proxyRaw(actor, "cxn_any", request, response))
+      const before = upstreamRequests()
+      const [status, ratelimited, rule, body] = yield* Effect.promise(async () => {
+        const response = await fetch(`${front.origin}/`, {
+          headers: { "x-svc-upstream-url": `${upstreamOrigin}/stream`, "x-svc-label": "phase=cooling" }
         })
-        assert.deepStrictEqual(
-          [status, ratelimited, rule, body],
-          [429, "true", null, { error: "rate limited", rate_limit_id: null, retry_after_seconds: 7 }]
-        )
-        assert.strictEqual(upstreamRequests(), before, "the upstream was not called")
-        assert.deepStrictEqual(
-          ran.filter((stage) => stage.endsWith(":cooling")),
-          ["rateLimit:cooling", "coolDown:cooling"]
-        )
-
-        const event = eventOf("cooling")
-        assert.strictEqual(event.response_source, "connector_rate_limiter")
-        assert.strictEqual(event.response_status_code, 429)
-        assert.deepStrictEqual(rateLimitFields(event), observed)
-        assert.strictEqual(event.path, "/stream")
+        return [
+          response.status,
+          response.headers.get("x-svc-ratelimited"),
+          response.headers.get("x-svc-ratelimit"),
+          await response.json()
+        ] as const
       })
+      assert.deepStrictEqual(
+        [status, ratelimited, rule, body],
+        [429, "true", null, { error: "rate limited", rate_limit_id: null, retry_after_seconds: 7 }]
+      )
+      assert.strictEqual(upstreamRequests(), before, "the upstream was not called")
+      assert.deepStrictEqual(
+        ran.filter((stage) => stage.includes(":cooling")),
+        ["limit:cooling"]
+      )
+
+      const event = eventOf("cooling")
+      assert.strictEqual(event.response_source, "connector_rate_limiter")
+      assert.strictEqual(event.response_status_code, 429)
+      assert.deepStrictEqual(rateLimitFields(event), observed)
+      assert.strictEqual(event.path, "/stream")
+    })
   )
 
   it.effect("a request every stage lets through reaches the upstream; its event carries the observe match", () =>
@@ -262,11 +283,12 @@ layer(Test, { timeout: "30 seconds" })("Pipeline stages", (it) => {
         method: "GET",
         labels: { phase: "through" }
       })
-      assert.deepStrictEqual([answer.statusCode, answer.bodyJson], [200, { ok: true }])
+      const upstream = envelope(answer)
+      assert.deepStrictEqual([upstream.statusCode, upstream.bodyJson], [200, { ok: true }])
       assert.strictEqual(upstreamRequests(), before + 1)
       assert.deepStrictEqual(
-        ran.filter((stage) => stage.endsWith(":through")),
-        ["rateLimit:through", "coolDown:through"]
+        ran.filter((stage) => stage.includes(":through")),
+        ["limit:through", "answered:through:200:application/json"]
       )
       const event = eventOf("through")
       assert.strictEqual(event.response_source, "upstream")

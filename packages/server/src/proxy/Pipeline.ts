@@ -2,11 +2,12 @@
  * The one data-plane pipeline of `_proxy` and `_proxy_raw` (spec 4.2, 4.6 rule 5; ARCHITECTURE
  * "request path"), one function per stage, in chain order:
  *
- *   resolve target → label snapshot → request log → rate limit → reactive cool-down →
- *   concurrency gate → credential injection → send → record
+ *   resolve target → label snapshot → request log → rate limit + reactive cool-down (one
+ *   counter-store round trip) → concurrency gate → credential injection → send → reactive
+ *   limiter sees the answer → record
  *
- * A route (`Route.ts`) only reads the caller's request and writes the answer. A stage before the
- * gate may answer itself (`Stages.ts`): the upstream is not called and the event says who answered.
+ * A route (`Route.ts`) only reads the caller's request and writes the answer. The limit stage
+ * may answer itself (`Stages.ts`): the upstream is not called and the event says who answered.
  *
  * Release discipline, the same for both routes: a slot of the gate, once taken, is given back
  * exactly once (the release is idempotent). Without an answer (credentials unusable, the send
@@ -177,11 +178,9 @@ export const makePipeline = (stages: Stages) =>
         retried: boolean
       ): Effect.fn.Return<A, ProxyError> {
         const start = requestLog(target, actor, request)
-        const limited = yield* stages.rateLimit(start)
-        if (limited._tag === "Answer") return yield* answerBySvc(start, request, limited.answer, limited.rateLimit)
-        const cooled = yield* stages.coolDown(start)
-        const rateLimit = cooled.rateLimit ?? limited.rateLimit
-        if (cooled._tag === "Answer") return yield* answerBySvc(start, request, cooled.answer, rateLimit)
+        const limited = yield* stages.limit(start)
+        const rateLimit = limited.rateLimit
+        if (limited._tag === "Answer") return yield* answerBySvc(start, request, limited.answer, rateLimit)
 
         const release = yield* admit(gate, target)
         const injected = inject(target, request)
@@ -206,6 +205,7 @@ export const makePipeline = (stages: Stages) =>
         }
 
         const answer = sent.success
+        yield* stages.answered(start, answer.status, answer.headers)
         let settled = false
         const settle = (error: string | undefined) => {
           if (settled) return

@@ -7,7 +7,10 @@ import { DataPlane } from "./DataPlane.ts"
 import { ProxyEvents } from "./ProxyEvents.ts"
 import { ProxyTargets } from "./ProxyTargets.ts"
 
-/** `DataPlane`; needs the connection services, the outbound client, the request-event sink and the config. */
+/**
+ * `DataPlane`; needs the connection services, the outbound client, the request-event sink, the
+ * process's `RequestLimiter` and the config.
+ */
 export const layerNoDeps = DataPlane.layerNoDeps.pipe(
   Layer.provide(Layer.mergeAll(ProxyTargets.layerNoDeps, ProxyEvents.layerNoDeps()))
 )

@@ -1,12 +1,17 @@
 /**
- * The stages between a proxied request's request log and its concurrency gate (spec 4.6 rule 5):
- * rate-limit enforcement, then the connector's reactive limiter. A stage lets the request go on or
- * answers it itself without calling the upstream (a synthetic 429, spec 7); either way it may name
- * the rate-limit rules that matched, for the request event (spec 2.12). A stage never fails: a
- * store error lets the request through (spec 4.6 rule 8). Both are pass-throughs today.
+ * The stages of the pipeline that may answer a proxied request without calling the upstream
+ * (spec 4.6 rule 5, 7): rate-limit enforcement and the connector's reactive limiter, decided
+ * together in one counter-store round trip (`RequestLimiter`), between the request log and the
+ * concurrency gate; and the reactive limiter's look at each upstream answer. A stage never fails:
+ * a store error lets the request through (spec 4.6 rule 8).
  */
+import type { CoolDownPolicy } from "@svc/domain/CoolDown"
+import { coolDownPolicy } from "@svc/domain/CoolDown"
+import type { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
 import type { RequestEventRateLimit, SvcResponseSource } from "@svc/domain/RequestEvent"
+import type { ResponseHeaders } from "@svc/domain/RetryAfter"
 import { Effect } from "effect"
+import type { Rejection, RequestLimiter } from "../ratelimit/RequestLimiter.ts"
 import type { ExchangeStart } from "./ProxyEvents.ts"
 
 /** An answer svc gives without calling the upstream; `source` is the event's `response_source`. */
@@ -22,24 +27,90 @@ export type Verdict =
   | { readonly _tag: "Continue"; readonly rateLimit?: RequestEventRateLimit | undefined }
   | { readonly _tag: "Answer"; readonly answer: SvcAnswer; readonly rateLimit?: RequestEventRateLimit | undefined }
 
-/** One stage: sees the request as its event will record it (target, actor, method, URL, labels). */
-export type Stage = (request: ExchangeStart) => Effect.Effect<Verdict>
-
-/** The stages of the pipeline, in chain order. */
+/** The stages of the pipeline. */
 export interface Stages {
-  /** Rate-limit enforcement (spec 4.6): a rejecting enforce rule answers 429, `rate_limit`. */
-  readonly rateLimit: Stage
-  /** The connector's reactive limiter (spec 2.9): a cool-down answers 429, `connector_rate_limiter`. */
-  readonly coolDown: Stage
+  /**
+   * Rate-limit enforcement, then the reactive limiter (spec 4.6 rule 5): a rejecting enforce rule
+   * answers 429 `rate_limit`, else a running cool-down answers 429 `connector_rate_limiter`.
+   */
+  readonly limit: (request: ExchangeStart) => Effect.Effect<Verdict>
+  /** The upstream answered `status` with `headers` (before the body): returns at once. */
+  readonly answered: (request: ExchangeStart, status: number, headers: ResponseHeaders) => Effect.Effect<void>
 }
 
 const carryOn: Effect.Effect<Verdict> = Effect.succeed({ _tag: "Continue" })
 
-/** Rate-limit enforcement before rules are evaluated: every request goes on. */
-export const rateLimitPassThrough: Stage = () => carryOn
+/** Stages that let every request through and keep no cool-downs (tests of the rest of the pipeline). */
+export const passThroughStages: Stages = { limit: () => carryOn, answered: () => Effect.void }
 
-/** The reactive limiter before cool-downs are kept: every request goes on. */
-export const coolDownPassThrough: Stage = () => carryOn
+const encoder = new TextEncoder()
 
-/** The stages of today's pipeline. */
-export const passThroughStages: Stages = { rateLimit: rateLimitPassThrough, coolDown: coolDownPassThrough }
+/**
+ * The synthetic 429 (spec 7; API-CONVENTIONS "Rate limiting"): `Retry-After` in whole seconds,
+ * `X-Svc-Ratelimited: true`, the firing rule in `X-Svc-Ratelimit` (none for a cool-down), body
+ * `{error, rate_limit_id, retry_after_seconds}`.
+ */
+export const rejectionAnswer = (rejection: Rejection): SvcAnswer => {
+  const seconds = String(rejection.retryAfterSeconds)
+  const headers: Record<string, string> = {
+    "content-type": "application/json",
+    "retry-after": seconds,
+    "x-svc-ratelimited": "true"
+  }
+  if (rejection.ruleId !== null) headers["x-svc-ratelimit"] = rejection.ruleId
+  const error =
+    rejection.source === "rate_limit"
+      ? `rate limit ${rejection.ruleId} exceeded; retry after ${seconds}s`
+      : `the upstream asked svc to slow down (429); the connection cools down for ${seconds}s`
+  return {
+    source: rejection.source,
+    status: 429,
+    headers,
+    body: encoder.encode(
+      JSON.stringify({ error, rate_limit_id: rejection.ruleId, retry_after_seconds: rejection.retryAfterSeconds })
+    )
+  }
+}
+
+const policies = new WeakMap<ConnectorDefinition, CoolDownPolicy>()
+
+/** The connector version's `rate_limiting` in milliseconds, computed once per (cached) definition. */
+const policyOf = (definition: ConnectorDefinition): CoolDownPolicy => {
+  let policy = policies.get(definition)
+  if (policy === undefined) {
+    policy = coolDownPolicy(definition.rate_limiting)
+    policies.set(definition, policy)
+  }
+  return policy
+}
+
+/** The stages over this process's `RequestLimiter`; requests are of type `proxy`. */
+export const limiterStages = (limiter: RequestLimiter["Service"]): Stages => ({
+  limit: (request) => {
+    const row = request.target.row
+    return Effect.map(
+      limiter.check({
+        namespace: row.namespace,
+        labels: request.labels,
+        method: request.method,
+        path: request.url.pathname,
+        requestType: "proxy",
+        connectionId: row.id,
+        connectorId: row.connectorId,
+        connectorVersion: row.connectorVersion
+      }),
+      (outcome): Verdict =>
+        outcome.rejection === undefined
+          ? { _tag: "Continue", rateLimit: outcome.rateLimit }
+          : { _tag: "Answer", answer: rejectionAnswer(outcome.rejection), rateLimit: outcome.rateLimit }
+    )
+  },
+  answered: (request, status, headers) =>
+    limiter.upstreamAnswered({
+      connectionId: request.target.row.id,
+      policy: policyOf(request.target.definition),
+      startedAt: request.startedAt,
+      status,
+      headers
+    })
+})

@@ -81,8 +81,14 @@ const loadRows = (repo: ResourceRepo["Service"]) =>
 export class RuleCache extends Context.Service<
   RuleCache,
   {
-    /** The rules matching `request`, each with its bucket (spec 4.6 rule 1: they all apply). */
-    readonly matching: (request: RateLimitRequest) => ReadonlyArray<MatchedRule>
+    /**
+     * The rules matching `request`, each with its bucket (spec 4.6 rule 1: they all apply); a rule
+     * that throws while it is evaluated is left out and handed to `onError`.
+     */
+    readonly matching: (
+      request: RateLimitRequest,
+      onError?: (rule: CompiledRule, error: unknown) => void
+    ) => ReadonlyArray<MatchedRule>
     /** The snapshot `matching` reads. */
     readonly snapshot: () => RuleSnapshot
     /** Loads every live rule now; false (and a warning) when that failed and the snapshot was kept. */
@@ -158,7 +164,7 @@ export class RuleCache extends Context.Service<
         )
 
         return RuleCache.of({
-          matching: (request) => matchingRules(current.index, request),
+          matching: (request, onError) => matchingRules(current.index, request, onError),
           snapshot: () => current,
           reload
         })

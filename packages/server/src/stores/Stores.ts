@@ -1,7 +1,7 @@
 /**
- * The stores of a process (ARCHITECTURE "Processes"): the SQL clients, the counter and cool-down stores, every
- * repository, the readiness checks of `/healthz`, and the start-up preparation (migrations or the
- * schema check, then the configured actors synchronised).
+ * The stores of a process (ARCHITECTURE "Processes"): the SQL clients, the counter, cool-down and
+ * rate-limit stores, every repository, the readiness checks of `/healthz`, and the start-up
+ * preparation (migrations or the schema check, then the configured actors synchronised).
  */
 import { ActorRepo } from "@svc/sql/ActorRepo"
 import { ConnectionControlRepo } from "@svc/sql/ConnectionControlRepo"
@@ -22,6 +22,7 @@ import type { ResolvedConfig } from "../config/SvcConfig.ts"
 import { CoolDownStore } from "./CoolDownStore.ts"
 import { CounterStore } from "./CounterStore.ts"
 import * as Database from "./Database.ts"
+import { RateLimitStore } from "./RateLimitStore.ts"
 import { AppMetricsSql } from "./Database.ts"
 import { Health } from "./Health.ts"
 
@@ -31,11 +32,18 @@ export const counterStoreLayer = (config: ResolvedConfig) =>
     ? CounterStore.layerRedis({ url: config.counterStore.url, keyPrefix: config.counterStore.keyPrefix })
     : CounterStore.layerMemory
 
-/** The configured cool-down store (spec 2.9): on the counter store's Redis and key prefix, or in memory. */
-export const coolDownStoreLayer = (config: ResolvedConfig) =>
-  config.counterStore.provider === "redis"
-    ? CoolDownStore.layerRedis({ url: config.counterStore.url, keyPrefix: config.counterStore.keyPrefix })
-    : CoolDownStore.layerMemory
+/**
+ * The configured cool-down store (spec 2.9) and rate-limit store (spec 4.6) on the counter store's
+ * Redis and key prefix, or in memory: there the rate-limit store reads the one in-process map the
+ * `Connection` entity publishes to.
+ */
+export const limitStoresLayer = (config: ResolvedConfig) => {
+  if (config.counterStore.provider !== "redis") {
+    return RateLimitStore.layerMemory.pipe(Layer.provideMerge(CoolDownStore.layerMemory))
+  }
+  const redis = { url: config.counterStore.url, keyPrefix: config.counterStore.keyPrefix }
+  return Layer.merge(CoolDownStore.layerRedis(redis), RateLimitStore.layerRedis(redis))
+}
 
 /** Applies the main and app-metrics migrations; returns which ran. */
 export const migrate = Effect.gen(function* () {
@@ -124,7 +132,7 @@ export const layer = (config: ResolvedConfig, options: { readonly applyMigration
       Layer.mergeAll(
         Database.layer(config.database, config.appMetricsDatabase),
         counterStoreLayer(config),
-        coolDownStoreLayer(config)
+        limitStoresLayer(config)
       )
     )
   )

@@ -14,6 +14,13 @@ import * as ConnectionEntityLive from "./ConnectionEntityLive.ts"
 
 const T = 1_700_000_000_000
 
+/** `rate_limiting` with the default exponential backoff and no jitter: 1s, 2s, 4s, … capped at 5m. */
+const backoff = {
+  maxRetryAfterMs: 15 * 60_000,
+  defaultRetryAfterMs: 60_000,
+  exponentialBackoff: { initialIntervalMs: 1_000, multiplier: 2, maxIntervalMs: 300_000, jitterFraction: 0 }
+}
+
 // The stores outlive every entity activation, as they outlive a runner in production.
 const stores = Layer.mergeAll(ConnectionControlRepo.layer, CoolDownStore.layerMemory, Migrations.layerMain).pipe(
   Layer.provideMerge(TestDatabase.pgliteMemory),
@@ -42,12 +49,12 @@ describe("ConnectionEntity (test client, PGlite)", () => {
           const other = yield* connection("cxn_b")
           assert.deepStrictEqual(yield* cxn.coolDown(), { consecutive429s: 0, until: Option.none() })
 
-          assert.deepStrictEqual(yield* cxn.reportUpstream429({ observedAt: T }), {
+          assert.deepStrictEqual(yield* cxn.reportUpstream429({ observedAt: T, settings: backoff }), {
             consecutive429s: 1,
             until: Option.some(T + 1_000)
           })
           assert.deepStrictEqual(yield* store.get("cxn_a"), Option.some(T + 1_000))
-          assert.deepStrictEqual(yield* cxn.reportUpstream429({ observedAt: T }), {
+          assert.deepStrictEqual(yield* cxn.reportUpstream429({ observedAt: T, settings: backoff }), {
             consecutive429s: 2,
             until: Option.some(T + 2_000)
           })
@@ -74,7 +81,7 @@ describe("ConnectionEntity (test client, PGlite)", () => {
           yield* TestClock.adjust(Duration.millis(30_000))
           assert.deepStrictEqual(yield* cxn.coolDown(), { consecutive429s: 4, until: Option.none() })
           assert.deepStrictEqual(yield* store.get("cxn_a"), Option.none())
-          assert.deepStrictEqual(yield* cxn.reportUpstream429({ observedAt: T + 30_000 }), {
+          assert.deepStrictEqual(yield* cxn.reportUpstream429({ observedAt: T + 30_000, settings: backoff }), {
             consecutive429s: 5,
             until: Option.some(T + 30_000 + 16_000)
           })
@@ -84,7 +91,7 @@ describe("ConnectionEntity (test client, PGlite)", () => {
           assert.deepStrictEqual(yield* store.get("cxn_a"), Option.none())
           assert.deepStrictEqual(yield* repo.find("cxn_a"), emptyControl)
           yield* cxn.reportSuccess()
-          assert.deepStrictEqual(yield* cxn.reportUpstream429({ observedAt: T + 31_000 }), {
+          assert.deepStrictEqual(yield* cxn.reportUpstream429({ observedAt: T + 31_000, settings: backoff }), {
             consecutive429s: 1,
             until: Option.some(T + 32_000)
           })
@@ -169,7 +176,7 @@ describe("ConnectionEntity (test client, PGlite)", () => {
           assert.deepStrictEqual(yield* store.get("cxn_a"), Option.some(T + 60_000))
           assert.deepStrictEqual(yield* cxn.inspectMigrationLock(), Option.some({ owner: "m1", expiresAt: T + 60_000 }))
           assert.strictEqual((yield* cxn.acquireMigrationLock({ owner: "m2", ttlMs: 1_000 }))._tag, "HeldBy")
-          assert.deepStrictEqual(yield* cxn.reportUpstream429({ observedAt: T + 1_000 }), {
+          assert.deepStrictEqual(yield* cxn.reportUpstream429({ observedAt: T + 1_000, settings: backoff }), {
             consecutive429s: 3,
             until: Option.some(T + 60_000)
           })

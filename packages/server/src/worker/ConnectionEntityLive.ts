@@ -11,12 +11,13 @@
 import {
   ConnectionEntity,
   type CoolDown,
+  type CoolDownSettings,
   type AcquireResult,
   type MigrationLockHolder
 } from "@svc/cluster/ConnectionEntity"
-import { provisionalCoolDownMillis } from "@svc/domain/CoolDown"
+import { type CoolDownPolicy, coolDownMillis, defaultCoolDownPolicy } from "@svc/domain/CoolDown"
 import { type ConnectionControl, ConnectionControlRepo } from "@svc/sql/ConnectionControlRepo"
-import { Clock, type Duration, Effect, Option, Ref } from "effect"
+import { Clock, type Duration, Effect, Option, Random, Ref } from "effect"
 import { Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { CoolDownStore } from "../stores/CoolDownStore.ts"
@@ -27,6 +28,17 @@ export interface Options {
   /** Idle time after which an entity leaves memory (rehydrated on its next message). Default 1 minute. */
   readonly maxIdleTime?: Duration.Input | undefined
 }
+
+/** The spec 2.9 policy of a report: its settings over the defaults (a report never comes from a disabled limiter). */
+const policyOf = (settings: CoolDownSettings | undefined): CoolDownPolicy =>
+  settings === undefined
+    ? defaultCoolDownPolicy
+    : {
+        ...defaultCoolDownPolicy,
+        maxRetryAfterMs: settings.maxRetryAfterMs,
+        defaultRetryAfterMs: settings.defaultRetryAfterMs,
+        exponentialBackoff: settings.exponentialBackoff
+      }
 
 const coolDownView = (control: ConnectionControl, now: number): CoolDown => ({
   consecutive429s: control.consecutive429s,
@@ -78,9 +90,12 @@ const handlers = Effect.gen(function* () {
   return ConnectionEntity.of({
     reportUpstream429: ({ payload }) =>
       Effect.gen(function* () {
+        // the jitter sample (spec 2.9), drawn once per delivery
+        const sample = yield* Random.next
+        const policy = policyOf(payload.settings)
         const { reply, next } = yield* change((current, now) => {
           const consecutive429s = current.consecutive429s + 1
-          const end = payload.observedAt + provisionalCoolDownMillis(consecutive429s, payload.retryAfterMs)
+          const end = payload.observedAt + (coolDownMillis(policy, consecutive429s, payload.retryAfterMs, sample) ?? 0)
           const until = Math.max(
             end,
             Option.getOrElse(current.coolDownUntil, () => 0)
