@@ -27,6 +27,7 @@ interface Answer {
 
 interface EventBody {
   readonly id: string
+  readonly type: string
   readonly path: string
   readonly response_status_code: number | null
   readonly response_source: string
@@ -64,8 +65,11 @@ afterAll(async () => {
 const upstreamCalls = (path?: string) =>
   upstream.seen().filter((request) => path === undefined || request.path.startsWith(path)).length
 
-/** A fresh namespace with a published api_key connector to the upstream and one connection in it. */
-const setup = async (prefix: string, rateLimiting?: Record<string, unknown>, parent = "root") => {
+/**
+ * A fresh namespace with a published api_key connector to the upstream (with an on-demand probe
+ * `ping` of `GET <probePath>`) and one connection in it.
+ */
+const setup = async (prefix: string, rateLimiting?: Record<string, unknown>, parent = "root", probePath = "/probe") => {
   const r = resources(svc)
   const ns = (await r.namespace(`${parent}.${prefix}${Math.random().toString(36).slice(2, 8)}`)).path
   const connector = await r.publishedConnector(ns, {
@@ -73,6 +77,7 @@ const setup = async (prefix: string, rateLimiting?: Record<string, unknown>, par
       type: "demo",
       auth: { type: "api_key", placement: "bearer" },
       proxy: { allowed_hosts: [`127.0.0.1:${upstream.port}`], allow_private_networks: true },
+      probes: [{ id: "ping", url: `${upstream.origin}${probePath}` }],
       ...(rateLimiting === undefined ? {} : { rate_limiting: rateLimiting })
     }
   })
@@ -356,6 +361,59 @@ describe("observe rules and stacking", () => {
     const events = await eventsOf(left.connectionId, 4)
     expect(events[0]?.rate_limit_matched?.map((match) => match.id)).toEqual([shared.id, tight.id])
     expect(events[3]).toMatchObject({ rate_limit_id: shared.id, rate_limit_bucket: {} })
+  }, 30_000)
+})
+
+interface ProbeBody {
+  readonly outcome: string
+  readonly statusCode?: number
+  readonly error?: string
+}
+
+describe("probes go through the same chain", () => {
+  it("a probe counts against rules selecting `probe`, is rejected without a call, and leaves probe events", async () => {
+    const { ns, connectorId, connectionId } = await setup("probe")
+    const limit = await rule(ns, {
+      selector: { request_types: ["probe"] },
+      bucket: { dimensions: ["connection"] },
+      algorithm: { sliding_window: { window: "1h", limit: 1, mode: "log" } }
+    })
+    const runProbe = async () =>
+      expectStatus<ProbeBody>(
+        await svc.call("GET", `/api/v1/connectors/${connectorId}/probes/ping?connectionId=${connectionId}`),
+        200
+      )
+    const before = upstreamCalls("/probe")
+    expect(await runProbe()).toMatchObject({ outcome: "success", statusCode: 200 })
+    const rejected = await runProbe()
+    expect(rejected.outcome).toBe("failure")
+    expect(rejected.error).toContain(limit.id)
+    expect(upstreamCalls("/probe") - before).toBe(1)
+    // The rule selects probes only: proxied requests are not counted.
+    expectUpstream(await proxy(connectionId))
+
+    const events = await eventsOf(connectionId, 3)
+    expect(events.map((event) => [event.type, event.response_source, event.response_status_code])).toEqual([
+      ["probe", "upstream", 200],
+      ["probe", "rate_limit", 429],
+      ["proxy", "upstream", 200]
+    ])
+    expect(events[0]?.labels["svc/act/-/id"]).toBeDefined()
+    expect(events[1]).toMatchObject({ rate_limit_id: limit.id, path: "/probe" })
+    expect(events[2]?.rate_limit_matched).toBeNull()
+  }, 30_000)
+
+  it("a probe answered 429 cools the connection down for proxied requests too", async () => {
+    upstream.route("/probe-429", () => ({ status: 429, headers: { "retry-after": "30" }, body: "" }))
+    const { connectorId, connectionId } = await setup("probe429", undefined, "root", "/probe-429")
+    const result = expectStatus<ProbeBody>(
+      await svc.call("GET", `/api/v1/connectors/${connectorId}/probes/ping?connectionId=${connectionId}`),
+      200
+    )
+    expect(result).toMatchObject({ outcome: "failure", statusCode: 429 })
+    const before = upstreamCalls()
+    expectSvc429(await proxy(connectionId), null)
+    expect(upstreamCalls()).toBe(before)
   }, 30_000)
 })
 

@@ -4,6 +4,7 @@
  * the list filters and their query-text parsers. Pure.
  */
 import { Result, Schema } from "effect"
+import { requestTypes } from "./RateLimitDefinition.ts"
 import { type NamespaceFilter, parseNamespaceFilter } from "./Resource.ts"
 import { formatSelectorProblem, parseSelector, type Selector } from "./Selector.ts"
 
@@ -11,8 +12,11 @@ import { formatSelectorProblem, parseSelector, type Selector } from "./Selector.
 export const ResponseSource = Schema.Literals(["upstream", "connector_rate_limiter", "rate_limit"])
 export type ResponseSource = typeof ResponseSource.Type
 
-/** Request kinds recorded as events; `proxy` covers `_proxy` and `_proxy_raw` (spec 2.8 `request_types`). */
-export const RequestEventType = Schema.Literals(["proxy", "probe"])
+/**
+ * Request kinds recorded as events, the kinds a rate-limit rule's `request_types` selects (spec
+ * 2.8): `proxy` covers `_proxy` and `_proxy_raw`, `probe` connector probes.
+ */
+export const RequestEventType = Schema.Literals(requestTypes)
 export type RequestEventType = typeof RequestEventType.Type
 
 /** One rate-limit rule that matched a request (spec 2.12 `rate_limit_matched`). */

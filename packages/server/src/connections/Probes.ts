@@ -2,6 +2,11 @@
  * Connector probes (spec 4.2, API-CONVENTIONS "Proxy"): a probe is one request the connector
  * defines, sent through a connection's credentials under the connector's outbound policy. Any
  * upstream answer or failure is an outcome, never an HTTP error of the caller's request.
+ *
+ * A probe goes through the same chain as a proxied request (spec 2.8 `request_types: probe`,
+ * 4.6): rate-limit rules and the connection's cool-down first (a rejection is a failed outcome and
+ * the upstream is not called), the reactive limiter sees the upstream's answer, and each probe
+ * that left (or was answered by svc) writes one request event of type `probe`.
  */
 import type { ProbeResult } from "@svc/domain/Connection"
 import type { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
@@ -10,8 +15,19 @@ import { parseDuration } from "@svc/domain/Duration"
 import { NotFound } from "@svc/domain/Errors"
 import type { AuthenticatedActor } from "@svc/domain/http/Security"
 import type { ConnectionId } from "@svc/domain/Ids"
+import { labelSnapshot, type SnapshotActor } from "@svc/domain/Proxy"
+import {
+  eventHost,
+  eventPath,
+  noRateLimit,
+  type RequestEventRateLimit,
+  type ResponseSource
+} from "@svc/domain/RequestEvent"
+import { makeId } from "@svc/domain/Ids"
 import type { ConnectionRow } from "@svc/sql/Rows"
 import { Clock, Context, DateTime, Effect, Layer } from "effect"
+import { RequestEventSink } from "../events/RequestEventBuffer.ts"
+import { connectorCoolDownPolicy, rejectionMessage, RequestLimiter } from "../ratelimit/RequestLimiter.ts"
 import { SvcConfig } from "../config/SvcConfig.ts"
 import { injectCredentials } from "../outbound/CredentialInjection.ts"
 import { Outbound } from "../outbound/Outbound.ts"
@@ -21,6 +37,13 @@ import { type ResourceError, ResourceOps } from "../resources/ResourceOps.ts"
 import { ConnectionSecrets } from "./ConnectionSecrets.ts"
 import { upstreamOptions } from "../outbound/OutboundOptions.ts"
 import { TokenRefresher } from "./TokenRefresher.ts"
+
+/** Outbound failures of requests the guard refused: they never left, so they leave no event. */
+const refusedBeforeLeaving: ReadonlySet<string> = new Set([
+  "host_not_allowed",
+  "address_not_allowed",
+  "invalid_request"
+])
 
 /** One probe of a definition. */
 export type ProbeDefinition = NonNullable<ConnectorDefinition["probes"]>[number]
@@ -66,18 +89,29 @@ export class Probes extends Context.Service<
       probeId: string,
       connectionId: ConnectionId
     ) => Effect.Effect<ProbeResult, ResourceError>
-    /** Runs one probe of a loaded connection (the background monitor's entry point). */
+    /**
+     * Runs one probe of a loaded connection (the background monitor's entry point); `actor` is
+     * who asked for it, none for system traffic (the monitor, setup verification).
+     */
     readonly run: (
       row: ConnectionRow,
       definition: ConnectorDefinition,
-      probe: ProbeDefinition
+      probe: ProbeDefinition,
+      actor?: SnapshotActor
     ) => Effect.Effect<ProbeResult>
   }
 >()("@svc/server/Probes") {
   static readonly layerNoDeps: Layer.Layer<
     Probes,
     never,
-    ResourceOps | ConnectorDefinitions | ConnectionSecrets | TokenRefresher | Outbound | SvcConfig
+    | ResourceOps
+    | ConnectorDefinitions
+    | ConnectionSecrets
+    | TokenRefresher
+    | Outbound
+    | SvcConfig
+    | RequestLimiter
+    | RequestEventSink
   > = Layer.effect(
     Probes,
     Effect.gen(function* () {
@@ -87,11 +121,14 @@ export class Probes extends Context.Service<
       const refresher = yield* TokenRefresher
       const outbound = yield* Outbound
       const config = yield* SvcConfig
+      const limiter = yield* RequestLimiter
+      const sink = yield* RequestEventSink
 
       const run = Effect.fn("Probes.run")(function* (
         row: ConnectionRow,
         definition: ConnectorDefinition,
-        probe: ProbeDefinition
+        probe: ProbeDefinition,
+        actor?: SnapshotActor
       ) {
         const started = yield* Clock.currentTimeMillis
         const finish = (fields: { outcome: "success" | "failure"; statusCode?: number; error?: string }) =>
@@ -108,6 +145,51 @@ export class Probes extends Context.Service<
         const configuration = yield* secrets.configuration(row)
         const target = renderProbe(probe, configuration)
         if ("error" in target) return yield* finish({ outcome: "failure", error: target.error })
+
+        // The request event (spec 2.12) of the probe, as sent before credentials were injected.
+        const labels = labelSnapshot(row.labels, actor, undefined)
+        const record = (
+          source: ResponseSource,
+          status: number | undefined,
+          rateLimit: RequestEventRateLimit | undefined
+        ) =>
+          Effect.map(Clock.currentTimeMillis, (end) =>
+            sink.record({
+              id: makeId("req"),
+              timestamp: new Date(started).toISOString(),
+              namespace: row.namespace,
+              type: "probe",
+              method: probe.method,
+              host: eventHost(target.url),
+              path: eventPath(target.url),
+              response_status_code: status ?? null,
+              response_source: source,
+              connector_id: row.connectorId,
+              connector_version: row.connectorVersion,
+              connection_id: row.id,
+              actor_id: actor?.id ?? null,
+              duration_ms: end - started,
+              labels,
+              ...(rateLimit ?? noRateLimit),
+              full_request_recorded: false
+            })
+          )
+
+        const limited = yield* limiter.check({
+          namespace: row.namespace,
+          labels,
+          method: probe.method,
+          path: target.url.pathname,
+          requestType: "probe",
+          connectionId: row.id,
+          connectorId: row.connectorId,
+          connectorVersion: row.connectorVersion
+        })
+        if (limited.rejection !== undefined) {
+          yield* record(limited.rejection.source, 429, limited.rateLimit)
+          return yield* finish({ outcome: "failure", error: rejectionMessage(limited.rejection) })
+        }
+
         // A token due for refresh is refreshed first; a failed refresh leaves the verdict to the upstream.
         const credentials = yield* refresher.usable(row, definition)
         const request = injectCredentials(definition.auth, credentials, {
@@ -115,14 +197,28 @@ export class Probes extends Context.Service<
           headers: target.headers
         })
         const timeoutMs = parseDuration(probe.timeout) ?? 10_000
+        const sentAt = yield* Clock.currentTimeMillis
         const response = yield* outbound
           .send(
             { method: probe.method, url: request.url, headers: request.headers },
             upstreamOptions(definition, config.outbound.allowPrivateNetworks, timeoutMs)
           )
           .pipe(Effect.result)
-        if (response._tag === "Failure") return yield* finish({ outcome: "failure", error: response.failure.message })
+        if (response._tag === "Failure") {
+          // A probe the guard refused never left: no event, as for a proxied request.
+          if (!refusedBeforeLeaving.has(response.failure.reason))
+            yield* record("upstream", undefined, limited.rateLimit)
+          return yield* finish({ outcome: "failure", error: response.failure.message })
+        }
         const status = response.success.status
+        yield* limiter.upstreamAnswered({
+          connectionId: row.id,
+          policy: connectorCoolDownPolicy(definition),
+          startedAt: sentAt,
+          status,
+          headers: response.success.headers
+        })
+        yield* record("upstream", status, limited.rateLimit)
         return yield* probeStatusOk(probe, status)
           ? finish({ outcome: "success", statusCode: status })
           : finish({ outcome: "failure", statusCode: status, error: `unexpected status ${status}` })
@@ -149,7 +245,7 @@ export class Probes extends Context.Service<
             code: "probe_not_found"
           })
         }
-        return yield* run(row, definition, probe)
+        return yield* run(row, definition, probe, actor)
       })
 
       return Probes.of({ run, runFor })

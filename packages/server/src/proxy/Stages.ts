@@ -5,13 +5,15 @@
  * concurrency gate; and the reactive limiter's look at each upstream answer. A stage never fails:
  * a store error lets the request through (spec 4.6 rule 8).
  */
-import type { CoolDownPolicy } from "@svc/domain/CoolDown"
-import { coolDownPolicy } from "@svc/domain/CoolDown"
-import type { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
 import type { RequestEventRateLimit, SvcResponseSource } from "@svc/domain/RequestEvent"
 import type { ResponseHeaders } from "@svc/domain/RetryAfter"
 import { Effect } from "effect"
-import type { Rejection, RequestLimiter } from "../ratelimit/RequestLimiter.ts"
+import {
+  connectorCoolDownPolicy,
+  type Rejection,
+  type RequestLimiter,
+  rejectionMessage
+} from "../ratelimit/RequestLimiter.ts"
 import type { ExchangeStart } from "./ProxyEvents.ts"
 
 /** An answer svc gives without calling the upstream; `source` is the event's `response_source`. */
@@ -58,30 +60,18 @@ export const rejectionAnswer = (rejection: Rejection): SvcAnswer => {
     "x-svc-ratelimited": "true"
   }
   if (rejection.ruleId !== null) headers["x-svc-ratelimit"] = rejection.ruleId
-  const error =
-    rejection.source === "rate_limit"
-      ? `rate limit ${rejection.ruleId} exceeded; retry after ${seconds}s`
-      : `the upstream asked svc to slow down (429); the connection cools down for ${seconds}s`
   return {
     source: rejection.source,
     status: 429,
     headers,
     body: encoder.encode(
-      JSON.stringify({ error, rate_limit_id: rejection.ruleId, retry_after_seconds: rejection.retryAfterSeconds })
+      JSON.stringify({
+        error: rejectionMessage(rejection),
+        rate_limit_id: rejection.ruleId,
+        retry_after_seconds: rejection.retryAfterSeconds
+      })
     )
   }
-}
-
-const policies = new WeakMap<ConnectorDefinition, CoolDownPolicy>()
-
-/** The connector version's `rate_limiting` in milliseconds, computed once per (cached) definition. */
-const policyOf = (definition: ConnectorDefinition): CoolDownPolicy => {
-  let policy = policies.get(definition)
-  if (policy === undefined) {
-    policy = coolDownPolicy(definition.rate_limiting)
-    policies.set(definition, policy)
-  }
-  return policy
 }
 
 /** The stages over this process's `RequestLimiter`; requests are of type `proxy`. */
@@ -108,7 +98,7 @@ export const limiterStages = (limiter: RequestLimiter["Service"]): Stages => ({
   answered: (request, status, headers) =>
     limiter.upstreamAnswered({
       connectionId: request.target.row.id,
-      policy: policyOf(request.target.definition),
+      policy: connectorCoolDownPolicy(request.target.definition),
       startedAt: request.startedAt,
       status,
       headers

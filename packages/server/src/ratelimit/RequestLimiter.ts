@@ -15,7 +15,8 @@
  * every process reads. The first answer other than 429 to a request sent after a known cool-down
  * ended tells the entity the streak is over. A request never waits on the entity.
  */
-import { type CoolDownPolicy, coolDownMillis } from "@svc/domain/CoolDown"
+import { type CoolDownPolicy, coolDownMillis, coolDownPolicy } from "@svc/domain/CoolDown"
+import type { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
 import type { CompiledRule, MatchedRule, RateLimitRequest } from "@svc/domain/RateLimitMatch"
 import { retryAfterSeconds } from "@svc/domain/RateLimitAlgorithm"
 import type { RequestEventRateLimit } from "@svc/domain/RequestEvent"
@@ -32,6 +33,12 @@ export interface Rejection {
   /** Whole seconds, at least 1 (API-CONVENTIONS). */
   readonly retryAfterSeconds: number
 }
+
+/** What a rejection says to a person (the 429 body's `error`, a failed probe's reason). */
+export const rejectionMessage = (rejection: Rejection): string =>
+  rejection.source === "rate_limit"
+    ? `rate limit ${rejection.ruleId} exceeded; retry after ${rejection.retryAfterSeconds}s`
+    : `the upstream asked svc to slow down (429); the connection cools down for ${rejection.retryAfterSeconds}s`
 
 /** The verdict on one request and the request event's rate-limit fields (spec 2.12). */
 export interface LimitOutcome {
@@ -50,6 +57,18 @@ export interface UpstreamAnswer {
   readonly startedAt: number
   readonly status: number
   readonly headers: ResponseHeaders
+}
+
+const policies = new WeakMap<ConnectorDefinition, CoolDownPolicy>()
+
+/** A connector version's `rate_limiting` in milliseconds, computed once per (cached) definition. */
+export const connectorCoolDownPolicy = (definition: ConnectorDefinition): CoolDownPolicy => {
+  let policy = policies.get(definition)
+  if (policy === undefined) {
+    policy = coolDownPolicy(definition.rate_limiting)
+    policies.set(definition, policy)
+  }
+  return policy
 }
 
 /** Rate-limit store failures: each one let a request through unchecked (fail-open). */
