@@ -82,9 +82,10 @@ export type PathMatchKind = typeof PathMatchKind.Type
 /** Longest accepted `path_match.value`. */
 export const maxPathMatchLength = 1024
 
+/** Why RE2 (the engine the matcher runs) cannot compile `value`: backreferences and lookaround among others. */
 const regexError = (value: string): string | undefined => {
   try {
-    new RegExp(value)
+    RE2JS.compile(value)
     return undefined
   } catch (error) {
     return error instanceof Error ? error.message : String(error)

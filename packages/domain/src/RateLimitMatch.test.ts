@@ -208,14 +208,16 @@ describe("path_match", () => {
   })
 
   it("a regex the linear-time engine cannot run makes the rule invalid, with the reason", () => {
+    const valid = decode({
+      selector: { path_match: { kind: "regex", value: "^/v1/" } },
+      algorithm: { fixed_window: { window: "1m", limit: 1 } }
+    })
     for (const value of ["^/v1/(?=users)", "^/(a)\\1$"]) {
+      // Validation refuses these too; a definition built around it (an older release's row) still fails here.
       const compiled = compileRule({
         id: "rl_bad",
         namespace: "root",
-        definition: decode({
-          selector: { path_match: { kind: "regex", value } },
-          algorithm: { fixed_window: { window: "1m", limit: 1 } }
-        })
+        definition: { ...valid, selector: { ...valid.selector, path_match: { kind: "regex", value } } }
       })
       assert.isTrue(Result.isFailure(compiled), value)
       if (Result.isFailure(compiled)) assert.include(compiled.failure, "path_match regex does not compile")

@@ -175,9 +175,16 @@ layer(Test, { timeout: "60 seconds" })("RuleCache (PGlite)", (it) => {
       yield* namespace("root.invalid")
       captured.length = 0
       const good = yield* create("root.invalid")
-      // JavaScript accepts the lookahead at validation; RE2 cannot run it (spec 4.6 rule 8).
-      const lookahead = yield* create("root.invalid", {
-        selector: { path_match: { kind: "regex", value: "^/v1/(?=users)" } }
+      // A lookahead RE2 cannot run, stored before validation compiled regexes with RE2 (spec 4.6 rule 8).
+      const lookahead = { id: "rl_lookahead" }
+      yield* repo.insert("rate_limits", {
+        id: lookahead.id,
+        ...envelope("root.invalid", "lookahead"),
+        definition: jsonb({
+          selector: { path_match: { kind: "regex", value: "^/v1/(?=users)" } },
+          algorithm: { fixed_window: { window: "1m", limit: 10 } }
+        }),
+        mode: "enforce"
       })
       yield* repo.insert("rate_limits", {
         id: "rl_undecodable",
@@ -191,7 +198,7 @@ layer(Test, { timeout: "60 seconds" })("RuleCache (PGlite)", (it) => {
         .snapshot()
         .skipped.filter((rule) => rule.id === lookahead.id || rule.id === "rl_undecodable")
       assert.deepStrictEqual(skipped.map((rule) => rule.id).sort(), [lookahead.id, "rl_undecodable"].sort())
-      assert.include(skipped.find((rule) => rule.id === lookahead.id)?.reason, "path_match regex does not compile")
+      assert.include(skipped.find((rule) => rule.id === lookahead.id)?.reason, "must be a valid regular expression")
       const warnings = () => captured.filter((line) => line.includes("is skipped"))
       assert.strictEqual(warnings().filter((line) => line.includes(lookahead.id)).length, 1)
       assert.strictEqual(warnings().filter((line) => line.includes("rl_undecodable")).length, 1)
