@@ -1,5 +1,5 @@
-import { Clock, Context, Duration, Effect, Layer, Option } from "effect"
-import { connectRedis, type RedisCounterStoreOptions, StoreUnavailable } from "./CounterStore.ts"
+import { Clock, Context, Effect, Layer, Option } from "effect"
+import { connectRedis, type RedisCounterStoreOptions, releaseRedis, StoreUnavailable } from "./CounterStore.ts"
 
 /** Options of {@link CoolDownStore.layerRedis}: the counter store's Redis settings. */
 export type RedisCoolDownStoreOptions = RedisCounterStoreOptions
@@ -67,12 +67,7 @@ export class CoolDownStore extends Context.Service<
         const context = yield* Effect.context<never>()
         const client = yield* Effect.acquireRelease(
           connectRedis({ connectionName: "svc-cool-down-store", ...options }, context),
-          (client) =>
-            Effect.promise(() => client.quit()).pipe(
-              Effect.timeout(Duration.seconds(2)),
-              Effect.ignore,
-              Effect.ensuring(Effect.sync(() => client.disconnect()))
-            )
+          releaseRedis
         )
 
         const attempt = <A>(operation: string, run: () => Promise<A>) =>

@@ -99,13 +99,7 @@ export class CounterStore extends Context.Service<
       CounterStore,
       Effect.gen(function* () {
         const context = yield* Effect.context<never>()
-        const client = yield* Effect.acquireRelease(connectRedis(options, context), (client) =>
-          Effect.promise(() => client.quit()).pipe(
-            Effect.timeout(Duration.seconds(2)),
-            Effect.ignore,
-            Effect.ensuring(Effect.sync(() => client.disconnect()))
-          )
-        )
+        const client = yield* Effect.acquireRelease(connectRedis(options, context), releaseRedis)
 
         const attempt = <A>(operation: string, run: () => Promise<A>) =>
           Effect.tryPromise({ try: run, catch: (cause) => new StoreUnavailable({ operation, cause }) })
@@ -124,6 +118,17 @@ export class CounterStore extends Context.Service<
       })
     )
 }
+
+/**
+ * Closes a client: `QUIT` (at most 2 s), then the socket. Never fails: with Redis gone `QUIT`
+ * rejects at once ("Stream isn't writeable"), and a shutdown must still end cleanly.
+ */
+export const releaseRedis = (client: Redis): Effect.Effect<void> =>
+  Effect.tryPromise(() => client.quit()).pipe(
+    Effect.timeout(Duration.seconds(2)),
+    Effect.ignore,
+    Effect.ensuring(Effect.sync(() => client.disconnect()))
+  )
 
 /** Connects an ioredis client with the store's fail-fast settings (no offline queue, no retries). */
 export const connectRedis = (options: RedisCounterStoreOptions, context: Context.Context<never>) =>

@@ -11,10 +11,10 @@ import {
   windowIndex
 } from "@svc/domain/RateLimitAlgorithm"
 import type { Algorithm, RateLimitMode } from "@svc/domain/RateLimitDefinition"
-import { Clock, Context, Duration, Effect, Layer, Option } from "effect"
+import { Clock, Context, Effect, Layer, Option } from "effect"
 import type { ClientContext, Redis, Result } from "ioredis"
 import { CoolDownStore, coolDownKey, rateLimitHashTag } from "./CoolDownStore.ts"
-import { connectRedis, type RedisCounterStoreOptions, StoreUnavailable } from "./CounterStore.ts"
+import { connectRedis, type RedisCounterStoreOptions, releaseRedis, StoreUnavailable } from "./CounterStore.ts"
 import { rateLimitScript } from "./RateLimitScript.ts"
 
 /** One matched rule of a request: its bucket (the caller joins the dimension values) and algorithm. */
@@ -277,12 +277,7 @@ export class RateLimitStore extends Context.Service<
         const context = yield* Effect.context<never>()
         const client = yield* Effect.acquireRelease(
           connectRedis({ connectionName: "svc-rate-limit-store", ...options }, context),
-          (client) =>
-            Effect.promise(() => client.quit()).pipe(
-              Effect.timeout(Duration.seconds(2)),
-              Effect.ignore,
-              Effect.ensuring(Effect.sync(() => client.disconnect()))
-            )
+          releaseRedis
         )
         return makeRedisRateLimitStore(client, options.clock ?? "redis")
       })
