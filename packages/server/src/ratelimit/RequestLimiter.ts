@@ -278,9 +278,12 @@ export class RequestLimiter extends Context.Service<
           Effect.gen(function* () {
             const id = answer.connectionId
             const wait = retryAfterMillis(answer.headers, answer.policy, now)
-            const current = localEnd(id, now)
-            // 429s to requests already in flight when a cool-down started do not lengthen the streak.
-            if (current !== undefined && (wait === undefined || now + wait <= current + 1_000)) return
+            const local = localEnd(id, now)
+            // 429s to requests already in flight when a cool-down started (this process's or the
+            // published one) do not lengthen the streak.
+            const known = Math.max(local ?? 0, streaks.get(id) ?? 0)
+            if (known > now && (wait === undefined || now + wait <= known + 1_000)) return
+            const current = local
             const provisional = now + (coolDownMillis(answer.policy, 1, wait, yield* Random.next) ?? 0)
             if (provisional > now) localEnds.set(id, Math.max(provisional, current ?? 0))
             markStreak(id, provisional)
