@@ -10,7 +10,15 @@
  * on them. Each test works in a namespace of its own so rules never meet.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { eventually, expectStatus, launch, type RateLimitBody, resources, type Svc } from "../support/Api.ts"
+import {
+  type ConnectionBody,
+  eventually,
+  expectStatus,
+  launch,
+  type RateLimitBody,
+  resources,
+  type Svc
+} from "../support/Api.ts"
 import { startUpstream, type Upstream } from "../support/Upstream.ts"
 
 interface ProxyEnvelope {
@@ -401,6 +409,35 @@ describe("probes go through the same chain", () => {
     expect(events[0]?.labels["svc/act/-/id"]).toBeDefined()
     expect(events[1]).toMatchObject({ rate_limit_id: limit.id, path: "/probe" })
     expect(events[2]?.rate_limit_matched).toBeNull()
+  }, 30_000)
+
+  it("a scheduled probe held back by a rule says nothing of health", async () => {
+    const r = resources(svc)
+    const ns = (await r.namespace(`root.monitor${Math.random().toString(36).slice(2, 8)}`)).path
+    const limit = await rule(ns, {
+      selector: { request_types: ["probe"] },
+      bucket: { dimensions: ["connection"] },
+      algorithm: { sliding_window: { window: "1h", limit: 1, mode: "log" } }
+    })
+    const connector = await r.publishedConnector(ns, {
+      definition: {
+        type: "demo",
+        auth: { type: "none" },
+        proxy: { allowed_hosts: [`127.0.0.1:${upstream.port}`], allow_private_networks: true },
+        probes: [{ id: "beat", url: `${upstream.origin}/monitor`, period: "1s", failure_threshold: 1 }]
+      }
+    })
+    const connection = await r.connection(connector.id, {})
+    // The first scheduled run reaches the upstream, the next is rejected by the rule.
+    const events = await eventsOf(connection.id, 2)
+    expect(events.map((event) => [event.type, event.response_source])).toEqual([
+      ["probe", "upstream"],
+      ["probe", "rate_limit"]
+    ])
+    expect(events[1]?.rate_limit_id).toBe(limit.id)
+    await new Promise((resolve) => setTimeout(resolve, 1_500))
+    expect(upstream.seen().filter((request) => request.path === "/monitor")).toHaveLength(1)
+    expect((await r.get<ConnectionBody>("connections", connection.id)).healthState).toBe("healthy")
   }, 30_000)
 
   it("a probe answered 429 cools the connection down for proxied requests too", async () => {

@@ -45,7 +45,12 @@ export class ProbeScheduler extends Context.Service<ProbeScheduler, { readonly t
           const definition = yield* definitions.get(row.connectorId, row.connectorVersion)
           const probe = definition.probes?.find((candidate) => candidate.id === due.probeId)
           if (probe === undefined || probe.period === undefined || !probe.enabled) return
-          const result = yield* probes.run(row, definition, probe)
+          const { result, limited } = yield* probes.run(row, definition, probe)
+          // Held back by svc's own limiter: no verdict on health; the claim's lease lapses and it runs again.
+          if (limited) {
+            yield* Effect.logDebug(`probe ${probe.id} of connection ${row.id} held back: ${result.error}`)
+            return
+          }
           const checkedAt = Date.parse(result.checkedAt)
           const change = yield* Effect.orDie(
             repo.record({

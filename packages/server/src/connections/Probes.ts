@@ -78,6 +78,15 @@ export const renderProbe = (
   }
 }
 
+/**
+ * One probe run: its result, and whether svc's own limiter held it back (a rate-limit rule or the
+ * connection's cool-down) — then the upstream was not asked and the result says nothing of health.
+ */
+export interface ProbeRun {
+  readonly result: ProbeResult
+  readonly limited: boolean
+}
+
 /** Probe runs. */
 export class Probes extends Context.Service<
   Probes,
@@ -98,7 +107,7 @@ export class Probes extends Context.Service<
       definition: ConnectorDefinition,
       probe: ProbeDefinition,
       actor?: SnapshotActor
-    ) => Effect.Effect<ProbeResult>
+    ) => Effect.Effect<ProbeRun>
   }
 >()("@svc/server/Probes") {
   static readonly layerNoDeps: Layer.Layer<
@@ -131,15 +140,21 @@ export class Probes extends Context.Service<
         actor?: SnapshotActor
       ) {
         const started = yield* Clock.currentTimeMillis
-        const finish = (fields: { outcome: "success" | "failure"; statusCode?: number; error?: string }) =>
+        const finish = (
+          fields: { outcome: "success" | "failure"; statusCode?: number; error?: string },
+          limited = false
+        ) =>
           Effect.map(
             Clock.currentTimeMillis,
-            (end): ProbeResult => ({
-              probeId: probe.id,
-              connectionId: row.id,
-              ...fields,
-              durationMs: end - started,
-              checkedAt: DateTime.formatIso(DateTime.makeUnsafe(end))
+            (end): ProbeRun => ({
+              result: {
+                probeId: probe.id,
+                connectionId: row.id,
+                ...fields,
+                durationMs: end - started,
+                checkedAt: DateTime.formatIso(DateTime.makeUnsafe(end))
+              },
+              limited
             })
           )
         const configuration = yield* secrets.configuration(row)
@@ -187,7 +202,7 @@ export class Probes extends Context.Service<
         })
         if (limited.rejection !== undefined) {
           yield* record(limited.rejection.source, 429, limited.rateLimit)
-          return yield* finish({ outcome: "failure", error: rejectionMessage(limited.rejection) })
+          return yield* finish({ outcome: "failure", error: rejectionMessage(limited.rejection) }, true)
         }
 
         // A token due for refresh is refreshed first; a failed refresh leaves the verdict to the upstream.
@@ -245,7 +260,7 @@ export class Probes extends Context.Service<
             code: "probe_not_found"
           })
         }
-        return yield* run(row, definition, probe, actor)
+        return (yield* run(row, definition, probe, actor)).result
       })
 
       return Probes.of({ run, runFor })

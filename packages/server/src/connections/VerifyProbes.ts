@@ -22,9 +22,12 @@ export class VerifyProbes extends Context.Service<
       return VerifyProbes.of({
         run: Effect.fn("VerifyProbes.run")(function* (row: ConnectionRow, definition: ConnectorDefinition) {
           const verify = (definition.probes ?? []).filter((probe) => probe.verify)
-          const results = yield* Effect.forEach(verify, (probe) => probes.run(row, definition, probe), {
-            concurrency: 4
-          })
+          // A verify probe held back by a rate limit cannot vouch for the credentials: it fails.
+          const results = yield* Effect.forEach(
+            verify,
+            (probe) => Effect.map(probes.run(row, definition, probe), (run) => run.result),
+            { concurrency: 4 }
+          )
           const failed = results.filter((result) => result.outcome !== "success")
           if (failed.length === 0) return
           return yield* new Conflict({

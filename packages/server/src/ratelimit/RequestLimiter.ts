@@ -126,8 +126,14 @@ const eventFields = (
 export class RequestLimiter extends Context.Service<
   RequestLimiter,
   {
-    /** The verdict on `request` before it goes upstream; never fails (fail-open). */
-    readonly check: (request: RateLimitRequest) => Effect.Effect<LimitOutcome>
+    /**
+     * The verdict on `request` before it goes upstream; never fails (fail-open). With `coolDown:
+     * false` only the rules apply (an OAuth2 token call is not held back by the API's cool-down).
+     */
+    readonly check: (
+      request: RateLimitRequest,
+      options?: { readonly coolDown?: boolean | undefined }
+    ) => Effect.Effect<LimitOutcome>
     /** Sees an upstream answer; returns at once (reports run detached). */
     readonly upstreamAnswered: (answer: UpstreamAnswer) => Effect.Effect<void>
   }
@@ -207,14 +213,18 @@ export class RequestLimiter extends Context.Service<
           return left > 0 ? coolDown(left, rateLimit) : { rejection: undefined, rateLimit }
         }
 
-        const check = (request: RateLimitRequest): Effect.Effect<LimitOutcome> =>
+        const check = (
+          request: RateLimitRequest,
+          options?: { readonly coolDown?: boolean | undefined }
+        ): Effect.Effect<LimitOutcome> =>
           Effect.flatMap(Clock.currentTimeMillis, (now) => {
             sweep(now)
             let failed: CompiledRule | undefined
             const matched = rules.matching(request, (rule) => {
               failed = rule
             })
-            const local = localEnd(request.connectionId, now)
+            const coolDowns = options?.coolDown !== false
+            const local = coolDowns ? localEnd(request.connectionId, now) : undefined
             const report =
               failed === undefined
                 ? Effect.void
@@ -229,6 +239,7 @@ export class RequestLimiter extends Context.Service<
               store
                 .check({
                   connectionId: request.connectionId,
+                  coolDown: coolDowns,
                   rules: matched.map((m) => ({
                     ruleId: m.rule.id,
                     mode: m.rule.mode,

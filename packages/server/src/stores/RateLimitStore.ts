@@ -29,7 +29,12 @@ export interface RateLimitRuleCheck {
 export interface RateLimitCheck {
   readonly connectionId: string
   readonly rules: ReadonlyArray<RateLimitRuleCheck>
+  /** False: the connection's cool-down is not read (a request it does not hold back). Default true. */
+  readonly coolDown?: boolean | undefined
 }
+
+/** A cool-down key no connection has (ids never hold `-` alone): read when a check ignores cool-downs. */
+const noCoolDownKey = coolDownKey("-")
 
 /** A rule's verdict before this request was counted; `retryAfterSeconds` only when not allowed. */
 export interface RateLimitRuleResult {
@@ -260,10 +265,12 @@ export class RateLimitStore extends Context.Service<
 
       return RateLimitStore.of({
         check: (request) =>
-          Effect.flatMap(coolDowns.get(request.connectionId), (until) =>
-            Effect.map(Clock.currentTimeMillis, (now) =>
-              evaluateAll(request, Option.getOrUndefined(Option.filter(until, (end) => end > now)), now)
-            )
+          Effect.flatMap(
+            request.coolDown === false ? Effect.succeedNone : coolDowns.get(request.connectionId),
+            (until) =>
+              Effect.map(Clock.currentTimeMillis, (now) =>
+                evaluateAll(request, Option.getOrUndefined(Option.filter(until, (end) => end > now)), now)
+              )
           )
       })
     })
@@ -302,7 +309,7 @@ export const makeRedisRateLimitStore = (client: Redis, clock: "redis" | "effect"
 
   return RateLimitStore.of({
     check: Effect.fnUntraced(function* (request: RateLimitCheck) {
-      const keys = [coolDownKey(request.connectionId)]
+      const keys = [request.coolDown === false ? noCoolDownKey : coolDownKey(request.connectionId)]
       const args = [yield* clockArg]
       for (const rule of request.rules) {
         const params = paramsOf(rule.algorithm)
