@@ -454,6 +454,73 @@ describe("probes go through the same chain", () => {
   }, 30_000)
 })
 
+describe("OAuth2 token calls go through the rules", () => {
+  it("a client-credentials grant counts against rules of its type and leaves events; a rejection is 503", async () => {
+    upstream.route("/token", () => ({
+      status: 200,
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ access_token: `at-${Math.random()}`, token_type: "bearer", expires_in: 3600 })
+    }))
+    const r = resources(svc)
+    const ns = (await r.namespace(`root.oauth${Math.random().toString(36).slice(2, 8)}`)).path
+    const limit = await rule(ns, {
+      selector: { request_types: ["oauth2_client_credentials"] },
+      bucket: { dimensions: ["connector"] },
+      algorithm: { sliding_window: { window: "1h", limit: 1, mode: "log" } }
+    })
+    const connector = await r.publishedConnector(ns, {
+      definition: {
+        type: "demo",
+        auth: {
+          type: "oauth2",
+          grant_type: "client_credentials",
+          token_endpoint: `${upstream.origin}/token`,
+          client_auth: "client_secret_post"
+        },
+        proxy: { allowed_hosts: [`127.0.0.1:${upstream.port}`], allow_private_networks: true }
+      }
+    })
+    const tokenCalls = () => upstream.seen().filter((request) => request.path === "/token").length
+    const before = tokenCalls()
+    const first = await r.connection(connector.id, { credentials: { client_id: "a", client_secret: "secret-a" } })
+    const second = await svc.call("POST", "/api/v1/connections", {
+      body: { connectorId: connector.id, credentials: { client_id: "b", client_secret: "secret-b" } }
+    })
+    expect(second.status, JSON.stringify(second.body)).toBe(503)
+    expect(second.body).toMatchObject({ code: "token_request_rate_limited" })
+    expect(JSON.stringify(second.body)).not.toContain("secret-b")
+    expect(tokenCalls() - before).toBe(1)
+    // The first connection's event: the grant, to the token endpoint's path, no secret anywhere.
+    const events = await eventsOf(first.id, 1)
+    expect(events[0]).toMatchObject({
+      type: "oauth2_client_credentials",
+      response_source: "upstream",
+      response_status_code: 200,
+      path: "/token"
+    })
+    expect(events[0]?.rate_limit_matched?.map((match) => match.id)).toEqual([limit.id])
+    expect(JSON.stringify(events)).not.toContain("secret-a")
+    // The rejected grant's event (its connection was never created) is found by the rule.
+    const rejected = await eventually(
+      async () =>
+        expectStatus<{ items: Array<EventBody> }>(
+          await svc.call(
+            "GET",
+            `/api/v1/metrics/request-events?${new URLSearchParams({ rate_limit_id: limit.id, response_source: "rate_limit" })}`
+          ),
+          200
+        ).items,
+      (items) => items.length > 0,
+      20_000
+    )
+    expect(rejected.map((event) => [event.type, event.response_status_code])).toEqual([
+      ["oauth2_client_credentials", 429]
+    ])
+    // Proxied requests are not of this type: the rule leaves them alone.
+    expectUpstream(await proxy(first.id))
+  }, 30_000)
+})
+
 describe("the reactive limiter", () => {
   it("an upstream 429 passes through; later requests get svc's 429 until the wait is over", async () => {
     const { connectionId } = await setup("cool")

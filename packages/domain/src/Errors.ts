@@ -62,6 +62,23 @@ export class PayloadTooLarge extends Schema.Error<PayloadTooLarge>("svc/PayloadT
   { httpApiStatus: 413, description: "The request body is too large" }
 ) {}
 
+/**
+ * 429: svc's own rate limiting answered instead of the upstream (spec 7): the one error whose body
+ * is not `{error, code}` but exactly `{error, rate_limit_id, retry_after_seconds}`
+ * (`rate_limit_id` null for a reactive cool-down), with `Retry-After`, `X-Svc-Ratelimited: true`
+ * and, for a rule, `X-Svc-Ratelimit: <rule id>`. The proxy writes it itself; declared for the API
+ * description.
+ */
+export class RateLimited extends Schema.Error<RateLimited>("svc/RateLimited")(
+  {
+    _tag: Schema.tagDefaultOmit("RateLimited"),
+    error: Schema.String,
+    rate_limit_id: Schema.NullOr(Schema.String),
+    retry_after_seconds: Schema.Int
+  },
+  { httpApiStatus: 429, description: "A rate-limit rule or the connection's cool-down answered; see Retry-After" }
+) {}
+
 /** 500: an unexpected fault; the body never carries the cause. */
 export class InternalError extends Schema.Error<InternalError>("svc/InternalError")(
   { _tag: Schema.tagDefaultOmit("InternalError"), ...body },

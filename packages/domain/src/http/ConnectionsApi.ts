@@ -23,7 +23,7 @@ export class ConnectionsApi extends HttpApiGroup.make("connections")
     HttpApiEndpoint.post("create", "/api/v1/connections", {
       payload: CreateConnection,
       success: Connection.pipe(HttpApiSchema.status(201)),
-      error: [...resourceErrors, BadGateway, GatewayTimeout]
+      error: [...resourceErrors, BadGateway, GatewayTimeout, ServiceUnavailable]
     })
       .annotate(RequiredPermission, permission("connections", "create"))
       .annotate(
@@ -59,7 +59,7 @@ export class ConnectionsApi extends HttpApiGroup.make("connections")
       params,
       payload: ReplaceCredentials,
       success: Connection,
-      error: [...resourceErrors, BadGateway, GatewayTimeout]
+      error: [...resourceErrors, BadGateway, GatewayTimeout, ServiceUnavailable]
     })
       .annotate(RequiredPermission, permission("connections", "update"))
       .annotate(

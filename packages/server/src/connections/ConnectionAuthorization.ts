@@ -23,6 +23,7 @@ import { Clock, Context, Effect, Layer, Option } from "effect"
 import { SvcConfig } from "../config/SvcConfig.ts"
 import { AuthorizationFlows, sha256, type StateRecord } from "./AuthorizationFlows.ts"
 import { ConnectionSecrets } from "./ConnectionSecrets.ts"
+import { LimitedCalls, subjectOf } from "./LimitedCalls.ts"
 import { OAuthClient } from "./OAuthClient.ts"
 import { endpointOptions } from "../outbound/OutboundOptions.ts"
 import { dueAt } from "./UsableCredentials.ts"
@@ -102,6 +103,7 @@ export class ConnectionAuthorization extends Context.Service<
     | Notifications
     | OAuthClient
     | Outbound
+    | LimitedCalls
     | SvcConfig
   > = Layer.effect(
     ConnectionAuthorization,
@@ -116,6 +118,7 @@ export class ConnectionAuthorization extends Context.Service<
       const notifications = yield* Notifications
       const clients = yield* OAuthClient
       const outbound = yield* Outbound
+      const calls = yield* LimitedCalls
       const config = yield* SvcConfig
       const redirectUri = `${config.publicService.baseUrl}${callbackPath}`
       const ttlMs = config.oauth2.authorizationTimeoutMs
@@ -240,7 +243,7 @@ export class ConnectionAuthorization extends Context.Service<
             auth,
             client,
             { code: query.code, codeVerifier: record.codeVerifier, redirectUri: record.redirectUri },
-            (request) => outbound.send(request, options),
+            calls.send("oauth2_token_exchange", subjectOf(row), (request) => outbound.send(request, options)),
             yield* Clock.currentTimeMillis
           ).pipe(
             Effect.withSpan("oauth2.token_exchange", {

@@ -11,9 +11,11 @@ import type { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
 import type { AuthenticatedActor } from "@svc/domain/http/Security"
 import type { ConnectionId } from "@svc/domain/Ids"
 import { ConnectionRepo } from "@svc/sql/ConnectionRepo"
+import type { ConnectionRow } from "@svc/sql/Rows"
 import { Clock, Context, Effect, Layer } from "effect"
 import { SvcConfig } from "../config/SvcConfig.ts"
 import { ConnectionSecrets } from "./ConnectionSecrets.ts"
+import { LimitedCalls, subjectOf } from "./LimitedCalls.ts"
 import { OAuthClient } from "./OAuthClient.ts"
 import { endpointOptions } from "../outbound/OutboundOptions.ts"
 import type { OAuth2Client } from "../oauth/ClientAuth.ts"
@@ -43,6 +45,7 @@ export class ConnectionDisconnect extends Context.Service<
     | ConnectionChanges
     | OAuthClient
     | Outbound
+    | LimitedCalls
     | SvcConfig
   > = Layer.effect(
     ConnectionDisconnect,
@@ -54,6 +57,7 @@ export class ConnectionDisconnect extends Context.Service<
       const changes = yield* ConnectionChanges
       const clients = yield* OAuthClient
       const outbound = yield* Outbound
+      const calls = yield* LimitedCalls
       const config = yield* SvcConfig
       const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
@@ -71,11 +75,7 @@ export class ConnectionDisconnect extends Context.Service<
                 Effect.catch(() => Effect.succeed<OAuth2Client | undefined>(undefined))
               )
 
-      const revokeAll = (
-        connectionId: ConnectionId,
-        definition: ConnectorDefinition,
-        stored: StoredCredentials | undefined
-      ) =>
+      const revokeAll = (row: ConnectionRow, definition: ConnectorDefinition, stored: StoredCredentials | undefined) =>
         Effect.gen(function* () {
           const auth = definition.auth
           if (auth.type !== "oauth2" || auth.revocation_endpoint === undefined) return []
@@ -89,19 +89,23 @@ export class ConnectionDisconnect extends Context.Service<
           return yield* Effect.forEach(tokens, ([kind, token]) =>
             (client === undefined
               ? Effect.succeed<RevocationOutcome>({ kind, result: "failure", reason: "client_not_configured" })
-              : revokeToken(endpoint, auth.client_auth, client, { token, tokenTypeHint: kind }, (request) =>
-                  outbound.send(request, options)
+              : revokeToken(
+                  endpoint,
+                  auth.client_auth,
+                  client,
+                  { token, tokenTypeHint: kind },
+                  calls.send("oauth2_revoke", subjectOf(row), (request) => outbound.send(request, options))
                 ).pipe(
                   Effect.as<RevocationOutcome>({ kind, result: "success" }),
                   Effect.catch((failure) =>
                     Effect.logWarning(
-                      `oauth2 ${kind} revocation for ${connectionId} failed (${failure.reason}); disconnecting anyway`
+                      `oauth2 ${kind} revocation for ${row.id} failed (${failure.reason}); disconnecting anyway`
                     ).pipe(Effect.as<RevocationOutcome>({ kind, result: "failure", reason: failure.reason }))
                   )
                 )
             ).pipe(
               Effect.withSpan("oauth2.revoke", {
-                attributes: { "svc.connection_id": connectionId, "svc.oauth2.revocation_kind": kind }
+                attributes: { "svc.connection_id": row.id, "svc.oauth2.revocation_kind": kind }
               })
             )
           )
@@ -116,7 +120,7 @@ export class ConnectionDisconnect extends Context.Service<
         yield* Effect.orDie(repo.setState(id, "disconnecting", yield* now))
         changes.changed(id)
         const stored = yield* secrets.credentials(row)
-        const revocations = yield* revokeAll(id, definition, stored)
+        const revocations = yield* revokeAll(row, definition, stored)
         const configuration = yield* secrets.configuration(row)
         yield* Effect.orDie(repo.markDisconnected(id, yield* now))
         changes.changed(id)

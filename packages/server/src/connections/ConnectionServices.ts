@@ -14,6 +14,7 @@ import { Connections } from "./Connections.ts"
 import { ConnectionSecrets } from "./ConnectionSecrets.ts"
 import { ConnectionSetup } from "./ConnectionSetup.ts"
 import { Credentials } from "./Credentials.ts"
+import { LimitedCalls } from "./LimitedCalls.ts"
 import { OAuthClient } from "./OAuthClient.ts"
 import { Probes } from "./Probes.ts"
 import { TokenRefresher } from "./TokenRefresher.ts"
@@ -29,11 +30,13 @@ const setup = ConnectionAuthorization.layerNoDeps.pipe(
 
 /**
  * The connection services merged with the resource services and the outbound client; needs the
- * repositories, the counter store, the actor directory, encryption and the config.
+ * repositories, the counter store, the actor directory, encryption, the request limiter, the
+ * request-event sink and the config.
  */
 export const layerNoDeps = Layer.mergeAll(Connections.layerNoDeps, Probes.layerNoDeps).pipe(
   (services) => setup.pipe(Layer.provideMerge(services)),
   Layer.provideMerge(TokenRefresher.layerNoDeps),
   Layer.provideMerge(Layer.mergeAll(ConnectionSecrets.layerNoDeps, Credentials.layerNoDeps, OAuthClient.layerNoDeps)),
+  Layer.provideMerge(LimitedCalls.layerNoDeps),
   Layer.provideMerge(Layer.mergeAll(Resources.layerNoDeps, Outbound.layer))
 )

@@ -29,6 +29,7 @@ import { SvcConfig } from "../config/SvcConfig.ts"
 import { AuthorizationFlows, type FlowPurpose } from "./AuthorizationFlows.ts"
 import { ConnectionSecrets } from "./ConnectionSecrets.ts"
 import { type CredentialsError, Credentials } from "./Credentials.ts"
+import { subjectOf } from "./LimitedCalls.ts"
 import { chooseNamespace } from "./InitiateNamespace.ts"
 import { OAuthClient } from "./OAuthClient.ts"
 import { formNext, isAuthorizationCode, type PlannedStep, setupPlan, stepAfter, stepById } from "./SetupSteps.ts"
@@ -327,7 +328,10 @@ export class ConnectionSetup extends Context.Service<
             return yield* progressOf(moved, definition, actor)
           }
           case "credentials": {
-            const stored = yield* credentials.accept(definition, body.values, "body.values")
+            const stored = yield* credentials.accept(definition, body.values, "body.values", {
+              ...subjectOf(row),
+              actorId: actor.id
+            })
             if (stored === undefined) return yield* Effect.die(new Error("accepted credentials are empty"))
             const sealed = yield* secrets.sealCredentials(row, stored)
             const swapped = yield* Effect.orDie(repo.swapCredentials(row.id, row.credentialsEnc, sealed, yield* now))

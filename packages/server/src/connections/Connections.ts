@@ -18,6 +18,7 @@ import { SvcConfig } from "../config/SvcConfig.ts"
 import { ConnectionSecrets } from "./ConnectionSecrets.ts"
 import { dueAt } from "./UsableCredentials.ts"
 import { type CredentialsError, Credentials } from "./Credentials.ts"
+import { subjectOf } from "./LimitedCalls.ts"
 import { ConnectorDefinitions } from "../resources/ConnectorDefinitions.ts"
 import { type ListPage, type ListRequest, Listing } from "../resources/Listing.ts"
 import * as Present from "../resources/Presenters.ts"
@@ -92,8 +93,15 @@ export class Connections extends Context.Service<
         const primary = yield* definitions.primary(connector.id)
         const definition: ConnectorDefinition = primary.definition
         const setup = yield* validateConfiguration(definition, body.configuration, "body.configuration")
-        const stored = yield* credentials.accept(definition, body.credentials, "body.credentials")
         const identity = { id: makeId("cxn"), namespace }
+        const stored = yield* credentials.accept(definition, body.credentials, "body.credentials", {
+          connectionId: identity.id,
+          namespace,
+          connectorId: connector.id,
+          connectorVersion: primary.version,
+          labels: body.labels ?? {},
+          actorId: actor.id
+        })
         const configurationEnc = yield* secrets.sealConfiguration(identity, setup.configuration)
         const credentialsEnc = stored === undefined ? null : yield* secrets.sealCredentials(identity, stored)
         const row = yield* ops.create(actor, Kinds.connections, {
@@ -131,7 +139,10 @@ export class Connections extends Context.Service<
             code: "credentials_not_accepted"
           })
         }
-        const stored = yield* credentials.accept(definition, input, "body.credentials")
+        const stored = yield* credentials.accept(definition, input, "body.credentials", {
+          ...subjectOf(current),
+          actorId: actor.id
+        })
         if (stored === undefined) return yield* Effect.die(new Error("accepted credentials are empty"))
         const credentialsEnc = yield* secrets.sealCredentials(current, stored)
         const tokenRefreshDueAt = dueAt(definition, stored, config.oauth2.defaultTokenLifetimeMs)

@@ -11,16 +11,17 @@ import {
   type StoredCredentials
 } from "@svc/domain/ConnectorAuth"
 import type { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
-import { BadGateway, BadRequest, GatewayTimeout, issueDetails } from "@svc/domain/Errors"
-import { Clock, Context, Effect, Layer, Schema } from "effect"
+import { BadGateway, BadRequest, GatewayTimeout, issueDetails, ServiceUnavailable } from "@svc/domain/Errors"
+import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { SvcConfig } from "../config/SvcConfig.ts"
 import { fetchClientCredentialsToken, type TokenRequestFailed } from "../oauth/ClientCredentials.ts"
-import { Outbound } from "../outbound/Outbound.ts"
+import { Outbound, type OutboundRequest } from "../outbound/Outbound.ts"
 import { placementProblem } from "../outbound/CredentialInjection.ts"
 import { endpointOptions } from "../outbound/OutboundOptions.ts"
+import { type CallSubject, LimitedCalls } from "./LimitedCalls.ts"
 
 /** Errors of accepting credentials. */
-export type CredentialsError = BadRequest | BadGateway | GatewayTimeout
+export type CredentialsError = BadRequest | BadGateway | ServiceUnavailable | GatewayTimeout
 
 const decodeWith =
   <A>(schema: Schema.Codec<A, unknown>, root: string) =>
@@ -66,6 +67,8 @@ const tokenFailure = (failure: TokenRequestFailed): CredentialsError => {
     case "provider_5xx":
     case "malformed_response":
       return new BadGateway({ error: failure.message, code: "token_endpoint_failed" })
+    case "rate_limited":
+      return new ServiceUnavailable({ error: failure.message, code: "token_request_rate_limited" })
     default:
       return new BadRequest({ error: failure.message, code: "token_request_rejected" })
   }
@@ -77,12 +80,14 @@ export class Credentials extends Context.Service<
   {
     /**
      * Validates `input` for the definition's auth method and returns what is stored; a
-     * client-credentials connection fetches its first token here.
+     * client-credentials connection fetches its first token here, for `subject` (rate-limit rules
+     * of type `oauth2_client_credentials`, its request event).
      */
     readonly accept: (
       definition: ConnectorDefinition,
       input: unknown,
-      root: string
+      root: string,
+      subject: CallSubject
     ) => Effect.Effect<StoredCredentials | undefined, CredentialsError>
   }
 >()("@svc/server/Credentials") {
@@ -91,11 +96,14 @@ export class Credentials extends Context.Service<
     Effect.gen(function* () {
       const outbound = yield* Outbound
       const config = yield* SvcConfig
+      // Absent (tests), the call is neither checked against rules nor recorded.
+      const calls = Option.getOrUndefined(yield* Effect.serviceOption(LimitedCalls))
       const allowPrivate = config.outbound.allowPrivateNetworks
 
       const clientCredentials = (
         definition: ConnectorDefinition,
-        input: { readonly client_id: string; readonly client_secret?: string }
+        input: { readonly client_id: string; readonly client_secret?: string },
+        subject: CallSubject
       ) => {
         const auth = definition.auth
         if (auth.type !== "oauth2" || auth.grant_type !== "client_credentials") {
@@ -104,10 +112,11 @@ export class Credentials extends Context.Service<
         const options = endpointOptions(definition, auth.token_endpoint, allowPrivate)
         return Effect.gen(function* () {
           const now = yield* Clock.currentTimeMillis
+          const direct = (request: OutboundRequest) => outbound.send(request, options)
           const token = yield* fetchClientCredentialsToken(
             auth,
             input,
-            (request) => outbound.send(request, options),
+            calls === undefined ? direct : calls.send("oauth2_client_credentials", subject, direct),
             now
           ).pipe(Effect.mapError(tokenFailure))
           const stored: StoredCredentials = {
@@ -125,7 +134,8 @@ export class Credentials extends Context.Service<
       const accept = Effect.fn("Credentials.accept")(function* (
         definition: ConnectorDefinition,
         input: unknown,
-        root: string
+        root: string,
+        subject: CallSubject
       ) {
         const auth = definition.auth
         switch (auth.type) {
@@ -164,7 +174,7 @@ export class Credentials extends Context.Service<
                 details: [{ field: `${root}.client_secret`, message: "required" }]
               })
             }
-            return yield* clientCredentials(definition, value)
+            return yield* clientCredentials(definition, value, subject)
           }
         }
       })

@@ -31,19 +31,13 @@ import { connectorCoolDownPolicy, rejectionMessage, RequestLimiter } from "../ra
 import { SvcConfig } from "../config/SvcConfig.ts"
 import { injectCredentials } from "../outbound/CredentialInjection.ts"
 import { Outbound } from "../outbound/Outbound.ts"
+import { refusedBeforeLeaving } from "../outbound/OutboundError.ts"
 import { ConnectorDefinitions } from "../resources/ConnectorDefinitions.ts"
 import * as Kinds from "../resources/ResourceKinds.ts"
 import { type ResourceError, ResourceOps } from "../resources/ResourceOps.ts"
 import { ConnectionSecrets } from "./ConnectionSecrets.ts"
 import { upstreamOptions } from "../outbound/OutboundOptions.ts"
 import { TokenRefresher } from "./TokenRefresher.ts"
-
-/** Outbound failures of requests the guard refused: they never left, so they leave no event. */
-const refusedBeforeLeaving: ReadonlySet<string> = new Set([
-  "host_not_allowed",
-  "address_not_allowed",
-  "invalid_request"
-])
 
 /** One probe of a definition. */
 export type ProbeDefinition = NonNullable<ConnectorDefinition["probes"]>[number]

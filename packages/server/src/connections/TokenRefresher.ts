@@ -6,6 +6,8 @@
  * is a compare-and-swap that also sets `token_refresh_due_at` and health. A refresh failure never
  * fails the caller: it is classified, re-authentication failures mark the connection unhealthy
  * with one reauth notice, transient ones back the sweep off. No token value leaves this module.
+ * Provider calls go through `LimitedCalls` when the process has it (rules of type
+ * `oauth2_refresh` / `oauth2_client_credentials`, request events).
  */
 import type { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
 import type { ConnectionId } from "@svc/domain/Ids"
@@ -24,6 +26,7 @@ import { Notifications } from "../resources/Notifications.ts"
 import * as Kinds from "../resources/ResourceKinds.ts"
 import { ResourceOps } from "../resources/ResourceOps.ts"
 import { ConnectionSecrets } from "./ConnectionSecrets.ts"
+import { type CallSubject, LimitedCalls, subjectOf } from "./LimitedCalls.ts"
 import { OAuthClient } from "./OAuthClient.ts"
 import { leaseTtlMs, makeRefreshLease, permanentFailureMemoryMs, transientFailureMemoryMs } from "./RefreshLease.ts"
 import { deadReasons, makeTokenSource, reauthReasons, countRefresh, type TokenFailure } from "./TokenSource.ts"
@@ -55,6 +58,8 @@ export type RefreshNowResult = "refreshed" | "failed" | "skipped"
 interface Target {
   readonly id: ConnectionId
   readonly namespace: string
+  /** Whom the provider call is made for (rate-limit rules, its request event). */
+  readonly subject: CallSubject
   readonly definition: ConnectorDefinition
   readonly stale: string
 }
@@ -132,6 +137,7 @@ export class TokenRefresher extends Context.Service<
       const lease = makeRefreshLease(yield* CounterStore)
       const tokens = makeTokenSource({
         outbound: yield* Outbound,
+        calls: Option.getOrUndefined(yield* Effect.serviceOption(LimitedCalls)),
         clients: yield* OAuthClient,
         allowPrivateNetworks: config.outbound.allowPrivateNetworks,
         maxCallMs: leaseTtlMs / 2
@@ -239,7 +245,7 @@ export class TokenRefresher extends Context.Service<
           const done = yield* settled(target, found)
           if (done !== undefined || found === undefined) return done ?? gone
           const now = yield* Clock.currentTimeMillis
-          const result = yield* Effect.result(tokens.obtain(target.definition, found.credentials, now))
+          const result = yield* Effect.result(tokens.obtain(target.definition, found.credentials, now, target.subject))
           return result._tag === "Failure"
             ? yield* failed(target, found, result.failure, now)
             : yield* store(target, found, result.success, now)
@@ -326,6 +332,7 @@ export class TokenRefresher extends Context.Service<
       const targetOf = (row: ConnectionRow, definition: ConnectorDefinition, stale: OAuth2Credentials): Target => ({
         id: row.id,
         namespace: row.namespace,
+        subject: subjectOf(row),
         definition,
         stale: stale.token.access_token
       })

@@ -13,6 +13,7 @@ import { failureMetricReason, type TokenRequestFailed } from "../oauth/TokenRequ
 import type { Outbound, OutboundRequest, SendOptions } from "../outbound/Outbound.ts"
 import type { OAuthClient } from "./OAuthClient.ts"
 import { endpointOptions } from "../outbound/OutboundOptions.ts"
+import type { CallSubject, LimitedCalls } from "./LimitedCalls.ts"
 import type { OAuth2Credentials } from "./UsableCredentials.ts"
 
 /** A refresh that did not produce a token: the metric reason and a secret-free description. */
@@ -53,6 +54,8 @@ export const countRefresh = (result: "success" | "failure", reason?: RefreshFail
 /** What `makeTokenSource` needs. */
 export interface TokenSourceDeps {
   readonly outbound: Outbound["Service"]
+  /** The calls' way through the rate-limit rules and request events; absent, they are neither (tests). */
+  readonly calls?: LimitedCalls["Service"] | undefined
   readonly clients: OAuthClient["Service"]
   readonly allowPrivateNetworks: boolean
   /** Upper bound of one provider call (connect, first byte and total). */
@@ -82,12 +85,21 @@ export const makeTokenSource = (deps: TokenSourceDeps) => ({
   obtain: (
     definition: ConnectorDefinition,
     current: OAuth2Credentials,
-    now: number
+    now: number,
+    subject: CallSubject
   ): Effect.Effect<OAuth2Credentials, TokenFailure> => {
     const auth = definition.auth
     if (auth.type !== "oauth2") return Effect.fail(internal("the connector no longer uses OAuth2"))
     const options = capped(endpointOptions(definition, auth.token_endpoint, deps.allowPrivateNetworks), deps.maxCallMs)
-    const send = (request: OutboundRequest) => deps.outbound.send(request, options)
+    const direct = (request: OutboundRequest) => deps.outbound.send(request, options)
+    const send =
+      deps.calls === undefined
+        ? direct
+        : deps.calls.send(
+            current.kind === "oauth2_client_credentials" ? "oauth2_client_credentials" : "oauth2_refresh",
+            subject,
+            direct
+          )
     if (current.kind === "oauth2_client_credentials") {
       if (auth.grant_type !== "client_credentials") {
         return Effect.fail(internal("the connector no longer uses the client credentials grant"))

@@ -67,6 +67,7 @@ export const RefreshFailureReason = Schema.Literals([
   "no_refresh_token",
   "malformed_response",
   "internal_error",
-  "provider_rejected"
+  "provider_rejected",
+  "rate_limited"
 ])
 export type RefreshFailureReason = typeof RefreshFailureReason.Type

@@ -24,7 +24,10 @@ const knownErrors: ReadonlyArray<TokenRequestFailureReason> = [
   "unauthorized_client"
 ]
 
-/** Sends `form`; an outbound failure is `timeout` or `network_error`, naming the endpoint (`what`) only. */
+/**
+ * Sends `form`; an outbound failure is `timeout`, `rate_limited` (svc's own limiter held it back)
+ * or `network_error`, naming the endpoint (`what`) only.
+ */
 export const sendForm = (
   form: FormRequest,
   send: SendOutbound,
@@ -34,7 +37,8 @@ export const sendForm = (
     Effect.mapError(
       (error) =>
         new TokenRequestFailed({
-          reason: error.reason === "timeout" ? "timeout" : "network_error",
+          reason:
+            error.reason === "timeout" ? "timeout" : error.reason === "rate_limited" ? "rate_limited" : "network_error",
           detail: `the ${what} could not be used: ${error.message}`
         })
     )

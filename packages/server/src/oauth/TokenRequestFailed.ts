@@ -14,7 +14,9 @@ export const TokenRequestFailureReason = Schema.Literals([
   "provider_5xx",
   "network_error",
   "timeout",
-  "malformed_response"
+  "malformed_response",
+  /** svc's own rate limiting held the request back (a rule selecting its OAuth2 request type). */
+  "rate_limited"
 ])
 export type TokenRequestFailureReason = typeof TokenRequestFailureReason.Type
 
@@ -40,6 +42,7 @@ export type FailureMetricReason =
   | "network_error"
   | "malformed_response"
   | "provider_rejected"
+  | "rate_limited"
 
 /**
  * The spec 8.3 metric reason of a failed token request: the provider's `invalid_grant`, a 5xx, an
@@ -50,6 +53,7 @@ export const failureMetricReason = (failure: TokenRequestFailed): FailureMetricR
     case "invalid_grant":
     case "provider_5xx":
     case "malformed_response":
+    case "rate_limited":
       return failure.reason
     case "network_error":
     case "timeout":

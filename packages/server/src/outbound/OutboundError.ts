@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { BadGateway, BadRequest, GatewayTimeout } from "@svc/domain/Errors"
+import { BadGateway, BadRequest, GatewayTimeout, ServiceUnavailable } from "@svc/domain/Errors"
 
 /** Why an outbound request did not produce a response. */
 export const OutboundErrorReason = Schema.Literals([
@@ -10,7 +10,9 @@ export const OutboundErrorReason = Schema.Literals([
   "connect_failed",
   "timeout",
   "response_too_large",
-  "protocol_error"
+  "protocol_error",
+  /** svc's own rate limiting held the request back; it never left (`connections/LimitedCalls.ts`). */
+  "rate_limited"
 ])
 export type OutboundErrorReason = typeof OutboundErrorReason.Type
 
@@ -28,6 +30,13 @@ export class OutboundError extends Schema.TaggedError<OutboundError>()("Outbound
   }
 }
 
+/** Failures of requests the guard refused: they never left, so they leave no request event. */
+export const refusedBeforeLeaving: ReadonlySet<OutboundErrorReason> = new Set([
+  "host_not_allowed",
+  "address_not_allowed",
+  "invalid_request"
+])
+
 /** The log-safe form of a URL: scheme, host, port and path (truncated), never user info or query. */
 export const logSafeTarget = (url: URL): string => {
   const port = url.port !== "" ? url.port : url.protocol === "https:" ? "443" : url.protocol === "http:" ? "80" : ""
@@ -37,7 +46,7 @@ export const logSafeTarget = (url: URL): string => {
 
 const httpErrors: Record<
   OutboundErrorReason,
-  { readonly status: 400 | 502 | 504; readonly code: string; readonly error: string }
+  { readonly status: 400 | 502 | 503 | 504; readonly code: string; readonly error: string }
 > = {
   host_not_allowed: {
     status: 400,
@@ -62,11 +71,17 @@ const httpErrors: Record<
     code: "upstream_response_too_large",
     error: "The upstream response is larger than allowed"
   },
-  timeout: { status: 504, code: "upstream_timeout", error: "The upstream did not answer in time" }
+  timeout: { status: 504, code: "upstream_timeout", error: "The upstream did not answer in time" },
+  rate_limited: { status: 503, code: "rate_limited", error: "A rate limit held the request back; retry later" }
 }
 
-/** The standard API error for an outbound failure: 400 disallowed host/address, 502 unreachable/protocol, 504 timeout. */
-export const outboundHttpError = (error: OutboundError): BadRequest | BadGateway | GatewayTimeout => {
+/**
+ * The standard API error for an outbound failure: 400 disallowed host/address, 502
+ * unreachable/protocol, 503 held back by a rate limit, 504 timeout.
+ */
+export const outboundHttpError = (
+  error: OutboundError
+): BadRequest | BadGateway | ServiceUnavailable | GatewayTimeout => {
   const { status, code, error: message } = httpErrors[error.reason]
   switch (status) {
     case 400:
@@ -77,6 +92,8 @@ export const outboundHttpError = (error: OutboundError): BadRequest | BadGateway
       })
     case 502:
       return new BadGateway({ error: message, code })
+    case 503:
+      return new ServiceUnavailable({ error: `${message}: ${error.detail}`, code })
     case 504:
       return new GatewayTimeout({ error: message, code })
   }

@@ -24,19 +24,12 @@ import { Effect } from "effect"
 import { BodyCapture, captureBuffered, captureSkipped, SkipReason } from "../events/BodyCapture.ts"
 import type { RecordedHeaders } from "../events/Recordings.ts"
 import { CredentialInjectionError, type InjectedRequest, injectCredentials } from "../outbound/CredentialInjection.ts"
-import { outboundHttpError } from "../outbound/OutboundError.ts"
+import { outboundHttpError, refusedBeforeLeaving } from "../outbound/OutboundError.ts"
 import { ConnectionGate, type Release } from "./ConnectionGate.ts"
 import { type ExchangeStart, ProxyEvents } from "./ProxyEvents.ts"
 import { ProxyTargets, type ProxyTarget } from "./ProxyTargets.ts"
 import type { AnswerHead, CallerRequest, Captures, ProxyError, Route } from "./Route.ts"
 import type { Stages, SvcAnswer } from "./Stages.ts"
-
-/** Outbound failures of requests the guard refused: they never left, so they leave no event. */
-const refusedBeforeLeaving: ReadonlySet<string> = new Set([
-  "host_not_allowed",
-  "address_not_allowed",
-  "invalid_request"
-])
 
 const refreshable = (target: ProxyTarget) =>
   target.credentials?.kind === "oauth2_authorization_code" || target.credentials?.kind === "oauth2_client_credentials"
