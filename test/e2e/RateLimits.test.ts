@@ -97,10 +97,16 @@ const rule = async (namespace: string, definition: Record<string, unknown>) =>
   expectStatus<RateLimitBody>(await svc.call("POST", "/api/v1/rate-limits", { body: { namespace, definition } }), 201)
 
 /** `_proxy` of `method path`: svc's own answer, or the envelope (status 200) of the upstream's. */
-const proxy = async (connectionId: string, path = "/json", method = "GET", labels?: Record<string, string>) => {
+const proxy = async (
+  connectionId: string,
+  path = "/json",
+  method = "GET",
+  labels?: Record<string, string>,
+  token = svc.adminToken
+) => {
   const response = await fetch(`http://127.0.0.1:${svc.ports.api}/api/v1/connections/${connectionId}/_proxy`, {
     method: "POST",
-    headers: { authorization: `Bearer ${svc.adminToken}`, "content-type": "application/json" },
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
     body: JSON.stringify({ url: `${upstream.origin}${path}`, method, ...(labels === undefined ? {} : { labels }) })
   })
   return { status: response.status, headers: response.headers, body: await response.json() } satisfies Answer
@@ -293,6 +299,32 @@ describe("enforce rules", () => {
       { "labels/tenant": "c" }
     ])
     expect(events[3]).toMatchObject({ response_source: "rate_limit", rate_limit_bucket: { "labels/tenant": "a" } })
+  }, 30_000)
+
+  it("actor, namespace and connector_version dimensions: each actor has its own bucket", async () => {
+    const { ns, connectionId } = await setup("actors")
+    const externalId = `rl-actor-${Math.random().toString(36).slice(2, 8)}`
+    const other = resources(svc)
+    const created = await other.create("actors", {
+      externalId,
+      namespace: ns,
+      permissions: [{ namespace: `${ns}.**`, resources: ["connections"], verbs: ["proxy", "get"] }]
+    })
+    const token = await svc.sign(externalId)
+    const limit = await rule(ns, {
+      selector: {},
+      bucket: { dimensions: ["actor", "namespace", "connector_version"] },
+      algorithm: { sliding_window: { window: "1h", limit: 1, mode: "log" } }
+    })
+    expectUpstream(await proxy(connectionId))
+    expectSvc429(await proxy(connectionId), limit.id)
+    expectUpstream(await proxy(connectionId, "/json", "GET", undefined, token))
+    expectSvc429(await proxy(connectionId, "/json", "GET", undefined, token), limit.id)
+    const events = await eventsOf(connectionId, 4)
+    const buckets = events.map((event) => event.rate_limit_matched?.[0]?.bucket)
+    expect(buckets[2]).toEqual({ actor: created.id, namespace: ns, connector_version: "1" })
+    expect(buckets[0]?.actor).not.toBe(created.id)
+    expect(buckets[0]).toMatchObject({ namespace: ns, connector_version: "1" })
   }, 30_000)
 
   it("a PATCH applies at once in the writing process; a DELETE lifts the rule", async () => {
