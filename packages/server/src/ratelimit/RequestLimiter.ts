@@ -21,7 +21,7 @@ import type { CompiledRule, MatchedRule, RateLimitRequest } from "@svc/domain/Ra
 import { retryAfterSeconds } from "@svc/domain/RateLimitAlgorithm"
 import type { RequestEventRateLimit } from "@svc/domain/RequestEvent"
 import { type ResponseHeaders, retryAfterMillis } from "@svc/domain/RetryAfter"
-import { Clock, Context, Effect, Layer, Metric, Option, Random, Scope } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Metric, Option, Random, Scope } from "effect"
 import { type RateLimitDecision, type RateLimitRuleResult, RateLimitStore } from "../stores/RateLimitStore.ts"
 import { CoolDownReports } from "./CoolDownReports.ts"
 import { RuleCache } from "./RuleCache.ts"
@@ -85,6 +85,9 @@ export const ruleFailures = Metric.counter("svc.rate_limit.rule_failures.total",
 export const reportFailures = Metric.counter("svc.rate_limit.cool_down_report_failures.total", {
   description: "Upstream 429 or success reports the Connection entity could not be told"
 })
+
+/** How long a detached report to the `Connection` entity waits for its answer. */
+const reportTimeout = Duration.seconds(30)
 
 /** A warning of one kind is logged at most this often. */
 const warningInterval = 60_000
@@ -270,10 +273,13 @@ export class RequestLimiter extends Context.Service<
             )
           })
 
+        // A report waits at most `reportTimeout` for the entity's answer (with every worker down a
+        // persisted report stays queued in the database and is handled when one is back).
         const detached = (effect: Effect.Effect<void, unknown>, what: string) =>
           Effect.asVoid(
             Effect.forkIn(
               effect.pipe(
+                Effect.timeout(reportTimeout),
                 Effect.catch((error) =>
                   Effect.andThen(
                     Metric.update(reportFailures, 1),
