@@ -104,7 +104,7 @@ export interface ClusterReport {
 }
 
 /** Unavailable (no PostgreSQL): reported as skipped without failing the run. */
-class ClusterUnavailable extends Error {}
+export class DatabaseUnavailable extends Error {}
 
 const describe = (error: unknown) => (error instanceof Error ? error.message : String(error))
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -119,13 +119,18 @@ const withAdmin = <A>(f: (sql: SqlClientType.SqlClient) => Effect.Effect<A, unkn
     ).pipe(Effect.timeout("10 seconds"))
   )
 
-/** A fresh `svc_bench_cluster_<random>` database; `drop` terminates its sessions and drops it. */
-const createDatabase = async (): Promise<{ name: string; url: string; drop: () => Promise<void> }> => {
-  const name = `svc_bench_cluster_${randomBytes(6).toString("hex")}`
+/**
+ * A fresh `<prefix><random>` database (`svc_bench_cluster_` by default); `drop` terminates its
+ * sessions and drops it. Throws `DatabaseUnavailable` when PostgreSQL cannot be reached.
+ */
+export const createDatabase = async (
+  prefix = "svc_bench_cluster_"
+): Promise<{ name: string; url: string; drop: () => Promise<void> }> => {
+  const name = `${prefix}${randomBytes(6).toString("hex")}`
   try {
     await withAdmin((sql) => sql`CREATE DATABASE ${sql(name)}`)
   } catch (error) {
-    throw new ClusterUnavailable(`PostgreSQL unreachable: ${describe(error)}`)
+    throw new DatabaseUnavailable(`PostgreSQL unreachable: ${describe(error)}`)
   }
   const drop = () =>
     withAdmin((sql) =>
@@ -298,7 +303,7 @@ export const measureCluster = async (options: ClusterOptions): Promise<ClusterRe
   try {
     database = await createDatabase()
   } catch (error) {
-    const reason = error instanceof ClusterUnavailable ? error.message : `failed: ${describe(error)}`
+    const reason = error instanceof DatabaseUnavailable ? error.message : `failed: ${describe(error)}`
     progress(`${title}: skipped (${reason})`)
     return report(reason)
   }

@@ -68,13 +68,25 @@ export const pinningNote = (): string => {
   return `taskset: load generator, in-process clients and the proxies' upstream on cpu ${p.generator}; each server under test on cpu ${p.servers}`
 }
 
-/** Pins every thread of `pid` to the role's CPUs; a no-op without a plan. Throws if taskset fails. */
+/**
+ * Pins every thread of `pid` to the role's CPUs; a no-op without a plan. `taskset -a` fails when a
+ * thread it listed exits before it is pinned (Node starts and ends helper threads while it boots),
+ * so it is tried up to 5 times, 20 ms apart; then it throws.
+ */
 export const pin = (pid: number | undefined, role: CpuRole): void => {
   const p = cpuPlan()
   if (p === undefined || pid === undefined) return
-  execFileSync("taskset", ["-a", "-p", "-c", role === "generator" ? p.generator : p.servers, String(pid)], {
-    stdio: "ignore"
-  })
+  for (let attempt = 1; ; attempt++) {
+    try {
+      execFileSync("taskset", ["-a", "-p", "-c", role === "generator" ? p.generator : p.servers, String(pid)], {
+        stdio: "ignore"
+      })
+      return
+    } catch (error) {
+      if (attempt >= 5) throw error
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20)
+    }
+  }
 }
 
 /** `["taskset", "-c", cpus]` to prefix a command spawned for `role`, or `[]` without a plan. */

@@ -1,9 +1,11 @@
 /**
  * The proxy data plane targets (issue 6 item 7): the upstream hit directly, a bare undici proxy
- * (the framework floor), nginx `proxy_pass` (when installed), and svc's `_proxy_raw` and `_proxy`
- * on the embedded default with a connector whose api-key credential is injected as a bearer. The
- * proxies share one upstream (pinned beside the load generator); each server under test is pinned
- * to the servers' CPUs. Every target checks one request end to end before it is measured.
+ * (the framework floor), nginx `proxy_pass` (when installed), svc's `_proxy_raw` with 0, 1 and 10
+ * matching rate-limit rules and `_proxy` on the embedded default, and `_proxy_raw` with 0, 1 and 10
+ * rules on PostgreSQL + Redis (`Production.ts`), with a connector whose api-key credential is
+ * injected as a bearer. The proxies share one upstream (pinned beside the load generator); each
+ * server under test is pinned to the servers' CPUs. Every target checks one request end to end
+ * before it is measured, and a svc target also that its request event lists its rule count.
  */
 import { randomBytes } from "node:crypto"
 import { isDeepStrictEqual } from "node:util"
@@ -11,9 +13,10 @@ import { Pool } from "undici"
 import { type CpuRole, pin } from "./Cpu.ts"
 import { poster } from "./ListLatency.ts"
 import { nginxBinary, startNginx } from "./Nginx.ts"
+import { startProductionSvc } from "./Production.ts"
 import { upstreamJson, upstreamPaths } from "./ProxyShapes.ts"
 import { readToken, startNodeScript, startSvcReady, svcWorkspace } from "./Ready.ts"
-import { type RequestShape, type RunningTarget, type Target, TargetUnavailable } from "./Target.ts"
+import { type RequestShape, type RunningTarget, type StoreProbe, type Target, TargetUnavailable } from "./Target.ts"
 
 /** The upstream credential every proxy injects: random per run, never printed. */
 const apiKey = `bench${randomBytes(16).toString("hex")}`
@@ -154,22 +157,140 @@ const proxyTarget = (
   }
 })
 
-interface ProxySvc {
+/** The `_proxy_raw` rows' rule sets: every rule of a set matches every request of its connection. */
+export const ruleCounts = [0, 1, 10] as const
+export type RuleCount = (typeof ruleCounts)[number]
+
+/** A svc process with the bench connections, as the `_proxy_raw` and `_proxy` targets use it. */
+export interface ProxySvc {
   readonly origin: string
-  readonly token: string
-  readonly connectionId: string
+  /** The `authorization` header value of an actor allowed everything. */
+  readonly authorization: string
+  /** One connection per rule set, each in a namespace no other set's rules reach. */
+  readonly connections: Readonly<Record<RuleCount, string>>
   readonly upstreamOrigin: string
+  readonly store?: StoreProbe
   readonly stop: () => Promise<void>
 }
 
 const benchNamespace = "root.proxybench"
 
-/** A published api-key (bearer) connector allowed to reach the upstream, and one connection. */
-const createConnection = async (origin: string, token: string, upstreamOrigin: string): Promise<string> => {
+/**
+ * Where each rule set lives: the connection's namespace and the namespaces of its rules. The 0-rule
+ * connection sits in `root.proxybench`, which holds no rule; the 1- and 10-rule connections sit in
+ * children of it (`r1`, `r10.leaf`), so no set's rules reach another's connection. Half of the 10
+ * rules are on the connection's parent (`r10`): rules at several levels stack (spec 4.6 rule 1).
+ */
+const connectionNamespace: Readonly<Record<RuleCount, string>> = {
+  0: benchNamespace,
+  1: `${benchNamespace}.r1`,
+  10: `${benchNamespace}.r10.leaf`
+}
+
+/** Limits no bench row can reach: the rules count every request and never reject one. */
+const huge = 1_000_000_000
+
+/** The label of the 10-rule connection, used by a label selector and by label dimensions. */
+const benchLabel = { tier: "bench" } as const
+
+interface RuleSpec {
+  readonly namespace: string
+  readonly definition: Record<string, unknown>
+}
+
+const rule = (namespace: string, definition: Record<string, unknown>): RuleSpec => ({ namespace, definition })
+
+/**
+ * The rules of each set (`POST /api/v1/rate-limits`), all matching `GET /json` through the set's
+ * connection. The 10 mix both modes, the three algorithms (both sliding-window modes), global and
+ * per-dimension buckets (connection, method, actor, connector and version, namespace, a label) and
+ * every selector kind (label selector, methods, prefix, glob and regex path, request types).
+ */
+export const benchRules: Readonly<Record<RuleCount, ReadonlyArray<RuleSpec>>> = {
+  0: [],
+  1: [
+    rule(connectionNamespace[1], {
+      mode: "enforce",
+      selector: {},
+      bucket: { dimensions: ["connection"] },
+      algorithm: { fixed_window: { window: "1m", limit: huge } }
+    })
+  ],
+  10: [
+    ...[
+      {
+        mode: "enforce",
+        bucket: { dimensions: ["connection"] },
+        algorithm: { fixed_window: { window: "1m", limit: huge } }
+      },
+      {
+        mode: "enforce",
+        bucket: { dimensions: [] },
+        algorithm: { token_bucket: { capacity: huge, refill_rate: 1e6 } }
+      },
+      {
+        mode: "enforce",
+        bucket: { dimensions: ["method"] },
+        algorithm: { sliding_window: { window: "1m", limit: huge, mode: "counter" } }
+      },
+      {
+        // the log keeps every request of its window: the shortest window keeps it small
+        mode: "observe",
+        bucket: { dimensions: ["connection"] },
+        algorithm: { sliding_window: { window: "1s", limit: huge, mode: "log" } }
+      },
+      { mode: "observe", bucket: { dimensions: ["actor"] }, algorithm: { fixed_window: { window: "1h", limit: huge } } }
+    ].map((d) => rule(`${benchNamespace}.r10`, { selector: {}, ...d })),
+    ...[
+      {
+        mode: "enforce",
+        selector: { label_selector: "tier=bench" },
+        bucket: { dimensions: ["labels/tier"] },
+        algorithm: { token_bucket: { capacity: huge, refill_rate: 1e6 } }
+      },
+      {
+        mode: "enforce",
+        selector: { methods: ["GET"] },
+        bucket: { dimensions: ["connector", "connector_version"] },
+        algorithm: { fixed_window: { window: "1m", limit: huge } }
+      },
+      {
+        mode: "enforce",
+        selector: { path_match: { kind: "prefix", value: upstreamPaths.json } },
+        bucket: { dimensions: ["namespace"] },
+        algorithm: { sliding_window: { window: "10s", limit: huge, mode: "counter" } }
+      },
+      {
+        mode: "observe",
+        selector: { path_match: { kind: "glob", value: "/*" } },
+        bucket: { dimensions: ["connection", "method"] },
+        algorithm: { token_bucket: { capacity: huge, refill_rate: 1e6 } }
+      },
+      {
+        mode: "enforce",
+        selector: { path_match: { kind: "regex", value: "^/js" }, request_types: ["proxy"] },
+        bucket: { dimensions: ["labels/tier", "actor"] },
+        algorithm: { fixed_window: { window: "1s", limit: huge } }
+      }
+    ].map((d) => rule(connectionNamespace[10], d))
+  ]
+}
+
+/**
+ * The bench's namespaces, a published api-key (bearer) connector allowed to reach the upstream, one
+ * connection per rule set and the rules, through the api of `origin` (the process that writes a
+ * rule reloads its rule cache at once, so the rules apply to its next request).
+ */
+export const createBenchConnections = async (
+  origin: string,
+  authorization: string,
+  upstreamOrigin: string
+): Promise<Record<RuleCount, string>> => {
   const pool = new Pool(origin, { connections: 1 })
-  const post = poster(pool, { authorization: `Bearer ${token}`, "content-type": "application/json" })
+  const post = poster(pool, { authorization, "content-type": "application/json" })
   try {
-    await post("POST", "/api/v1/namespaces", { path: benchNamespace }, 201)
+    for (const path of [benchNamespace, `${benchNamespace}.r1`, `${benchNamespace}.r10`, connectionNamespace[10]])
+      await post("POST", "/api/v1/namespaces", { path }, 201)
     const definition = {
       type: "bench-proxy",
       auth: { type: "api_key", placement: "bearer" },
@@ -184,84 +305,162 @@ const createConnection = async (origin: string, token: string, upstreamOrigin: s
       readonly id: string
     }
     await post("PUT", `/api/v1/connectors/${connector.id}/versions/1/_state`, { state: "primary" }, 200)
-    const body = { connectorId: connector.id, credentials: { api_key: apiKey } }
-    const connection = (await post("POST", "/api/v1/connections", body, 201)) as { readonly id: string }
-    return connection.id
+    const connections = { 0: "", 1: "", 10: "" }
+    for (const count of ruleCounts) {
+      const body = {
+        connectorId: connector.id,
+        namespace: connectionNamespace[count],
+        credentials: { api_key: apiKey },
+        ...(count === 10 ? { labels: benchLabel } : {})
+      }
+      connections[count] = ((await post("POST", "/api/v1/connections", body, 201)) as { readonly id: string }).id
+      for (const spec of benchRules[count]) await post("POST", "/api/v1/rate-limits", spec, 201)
+    }
+    return connections
   } finally {
     await pool.destroy()
   }
 }
 
-/** svc on the embedded default with the connection, shared by the `_proxy_raw` and `_proxy` rows. */
-const sharedSvc = shared(
-  async (): Promise<ProxySvc> => {
-    const upstream = await sharedUpstream()
-    try {
-      const { dir, ports } = await svcWorkspace()
-      const { svc } = await startSvcReady(dir, ports, { SVC__outbound__allow_private_networks: "true" })
+interface EventPage {
+  readonly items?: ReadonlyArray<{ readonly rate_limit_matched?: ReadonlyArray<unknown> | null }>
+}
+
+/**
+ * How many rules matched the latest request event of `connectionId` (the event of the check
+ * request), polled until it is listed (events are written in batches), 20 s at most.
+ */
+const matchedRules = async (svc: ProxySvc, connectionId: string): Promise<number> => {
+  const pool = new Pool(svc.origin, { connections: 1 })
+  const query = new URLSearchParams({ connectionId, limit: "1" })
+  const deadline = Date.now() + 20_000
+  try {
+    for (;;) {
+      const response = await pool.request({
+        method: "GET",
+        path: `/api/v1/metrics/request-events?${query}`,
+        headers: { authorization: svc.authorization }
+      })
+      const text = await response.body.text()
+      if (response.statusCode !== 200) throw new Error(`request events answered ${response.statusCode}: ${text}`)
+      const event = (parsed(text) as EventPage | undefined)?.items?.[0]
+      if (event !== undefined) return event.rate_limit_matched?.length ?? 0
+      if (Date.now() > deadline) throw new Error(`no request event of connection ${connectionId} within 20 s`)
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+  } finally {
+    await pool.destroy()
+  }
+}
+
+/** svc on the embedded default with the bench connections and rules (its counters in memory). */
+const startEmbeddedSvc = async (upstreamOrigin: string): Promise<ProxySvc> => {
+  const { dir, ports } = await svcWorkspace()
+  const { svc } = await startSvcReady(dir, ports, { SVC__outbound__allow_private_networks: "true" })
+  try {
+    pin(svc.child.pid, "servers")
+    const authorization = `Bearer ${await readToken(dir)}`
+    const origin = `http://127.0.0.1:${ports.api}`
+    const connections = await createBenchConnections(origin, authorization, upstreamOrigin)
+    return { origin, authorization, connections, upstreamOrigin, stop: async () => void (await svc.stop()) }
+  } catch (error) {
+    await svc.stop()
+    throw error
+  }
+}
+
+/** A svc process (started by `start`) in front of the shared upstream, shared by its targets. */
+const sharedSvcOn = (start: (upstreamOrigin: string, upstream: () => Promise<number>) => Promise<ProxySvc>) =>
+  shared(
+    async (): Promise<ProxySvc> => {
+      const upstream = await sharedUpstream()
       try {
-        pin(svc.child.pid, "servers")
-        const token = await readToken(dir)
-        const origin = `http://127.0.0.1:${ports.api}`
-        const connectionId = await createConnection(origin, token, upstream.value.origin)
-        const stop = async () => {
-          await svc.stop()
-          await upstream.release()
+        const origin = upstream.value.origin
+        const svc = await start(origin, () => upstreamCount(origin))
+        return {
+          ...svc,
+          stop: async () => {
+            await svc.stop()
+            await upstream.release()
+          }
         }
-        return { origin, token, connectionId, upstreamOrigin: upstream.value.origin, stop }
       } catch (error) {
-        await svc.stop()
+        await upstream.release()
         throw error
       }
-    } catch (error) {
-      await upstream.release()
-      throw error
-    }
-  },
-  (svc) => svc.stop()
-)
+    },
+    (svc) => svc.stop()
+  )
+
+/** The `GET /json` the upstream at `origin` answered so far. */
+const upstreamCount = async (origin: string): Promise<number> => {
+  const response = await fetch(`${origin}${upstreamPaths.count}`, { signal: AbortSignal.timeout(5_000) })
+  const count = Number(await response.text())
+  if (response.status !== 200 || !Number.isInteger(count)) throw new Error(`upstream count answered ${response.status}`)
+  return count
+}
+
+/** The embedded default, shared by its `_proxy_raw` rows (0, 1, 10 rules) and its `_proxy` row. */
+const sharedEmbedded = sharedSvcOn(startEmbeddedSvc)
+/** PostgreSQL + a private Redis, `svc serve --service api` alone, shared by its `_proxy_raw` rows. */
+const sharedProduction = sharedSvcOn(async (upstreamOrigin, forwarded): Promise<ProxySvc> => {
+  const svc = await startProductionSvc({ upstreamOrigin, forwarded, setup: createBenchConnections })
+  return { ...svc, connections: svc.created, upstreamOrigin }
+})
 
 const svcTarget = (
   id: string,
   label: string,
-  routeOf: (svc: ProxySvc) => (request: RequestShape) => RequestShape,
+  lease: () => Promise<Lease<ProxySvc>>,
+  rules: RuleCount,
+  routeOf: (svc: ProxySvc, connectionId: string) => (request: RequestShape) => RequestShape,
   check: Check
-) => ({
+): Target => ({
   id,
   label,
   start: async (): Promise<RunningTarget> => {
-    const lease = await sharedSvc()
-    const running: RunningTarget = { origin: lease.value.origin, stop: lease.release, route: routeOf(lease.value) }
-    await verify(label, running, check).catch(async (error: unknown) => {
-      await lease.release()
+    const held = await lease()
+    const svc = held.value
+    const running: RunningTarget = {
+      origin: svc.origin,
+      stop: held.release,
+      route: routeOf(svc, svc.connections[rules]),
+      ...(svc.store === undefined ? {} : { store: svc.store })
+    }
+    try {
+      await verify(label, running, check)
+      const matched = await matchedRules(svc, svc.connections[rules])
+      if (matched !== rules) throw new Error(`${label} check: ${matched} rule(s) matched the request, not ${rules}`)
+    } catch (error) {
+      await held.release()
       throw error
-    })
+    }
     return running
   }
 })
 
 /** `_proxy_raw`: the same method, the upstream URL in `X-Svc-Upstream-URL`, the body as it is. */
 const rawRoute =
-  (svc: ProxySvc) =>
+  (svc: ProxySvc, connectionId: string) =>
   (request: RequestShape): RequestShape => ({
     ...request,
-    path: `/api/v1/connections/${svc.connectionId}/_proxy_raw`,
+    path: `/api/v1/connections/${connectionId}/_proxy_raw`,
     headers: {
       ...request.headers,
-      authorization: `Bearer ${svc.token}`,
+      authorization: svc.authorization,
       "x-svc-upstream-url": `${svc.upstreamOrigin}${request.path}`
     }
   })
 
 /** `_proxy`: the request as a JSON envelope POSTed to the route (no request body in these rows). */
 const envelopeRoute =
-  (svc: ProxySvc) =>
+  (svc: ProxySvc, connectionId: string) =>
   (request: RequestShape): RequestShape => {
     if (request.body !== undefined) throw new Error("the svc _proxy rows send no upstream request body")
     return {
       method: "POST",
-      path: `/api/v1/connections/${svc.connectionId}/_proxy`,
-      headers: { authorization: `Bearer ${svc.token}`, "content-type": "application/json" },
+      path: `/api/v1/connections/${connectionId}/_proxy`,
+      headers: { authorization: svc.authorization, "content-type": "application/json" },
       body: JSON.stringify({
         url: `${svc.upstreamOrigin}${request.path}`,
         method: request.method,
@@ -269,6 +468,21 @@ const envelopeRoute =
       })
     }
   }
+
+const rulesLabel = (rules: RuleCount) => (rules === 0 ? "" : rules === 1 ? " 1 rule" : ` ${rules} rules`)
+
+/** The svc `_proxy_raw` targets on one svc process: `<prefix>`, `<prefix>-r1`, `<prefix>-r10`. */
+const rawTargets = (prefix: string, label: string, lease: () => Promise<Lease<ProxySvc>>): ReadonlyArray<Target> =>
+  ruleCounts.map((rules) =>
+    svcTarget(
+      rules === 0 ? prefix : `${prefix}-r${rules}`,
+      `${label}${rulesLabel(rules)}`,
+      lease,
+      rules,
+      rawRoute,
+      plainJson
+    )
+  )
 
 export const proxyTargets: ReadonlyArray<Target> = [
   {
@@ -307,6 +521,7 @@ export const proxyTargets: ReadonlyArray<Target> = [
       }).start(context)
     }
   },
-  svcTarget("proxy-svc-raw", "svc _proxy_raw", (svc) => rawRoute(svc), plainJson),
-  svcTarget("proxy-svc", "svc _proxy", (svc) => envelopeRoute(svc), envelope)
+  ...rawTargets("proxy-svc-raw", "svc _proxy_raw", sharedEmbedded),
+  svcTarget("proxy-svc", "svc _proxy", sharedEmbedded, 0, envelopeRoute, envelope),
+  ...rawTargets("proxy-pg-raw", "pg+redis _proxy_raw", sharedProduction)
 ]

@@ -8,6 +8,8 @@ export const upstreamPaths = {
   ping: "/ping",
   /** GET: the small JSON body below. */
   json: "/json",
+  /** GET, no credential needed: how many `GET /json` were answered so far (plain text). */
+  count: "/count",
   /** POST: drains the body and answers `{"bytes": <count>}`. */
   upload: "/upload",
   /** GET: `sseEvents` events, the first at once, then one every `sseIntervalMs`. */

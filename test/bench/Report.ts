@@ -12,6 +12,7 @@ import type { SeedResult } from "./ListLatency.ts"
 import type { LoadResult } from "./Load.ts"
 import type { SequenceResult } from "./Sequential.ts"
 import type { FirstByteResult, UploadResult } from "./Stream.ts"
+import type { CommandCounts } from "./Target.ts"
 
 export interface Ratios {
   /** target req/s ÷ baseline req/s (below 1: fewer requests per second than the baseline). */
@@ -20,6 +21,40 @@ export interface Ratios {
   readonly p50: number
   /** target p99 ÷ baseline p99 (above 1: slower than the baseline). */
   readonly p99: number
+}
+
+/**
+ * The counter-store commands of one measured window (a target with a `StoreProbe`): the deltas of
+ * Redis `INFO commandstats` from just before the measured run (after the warm-up) to just after it
+ * (once the requests still in flight have ended), over the `GET /json` the upstream served in it.
+ */
+export interface StoreCommands {
+  /** The counter store, e.g. `private redis-server 7.0.15`. */
+  readonly store: string
+  /** Requests the upstream served in the window: every request svc let through, in flight at the end included. */
+  readonly requests: number
+  /** Requests the load generator completed in the window (the row's count; up to `connections` fewer). */
+  readonly completed: number
+  /** Calls (and failed calls) per command in the window. */
+  readonly commands: CommandCounts
+  readonly total: number
+  /** `total / requests`. */
+  readonly perRequest: number
+  /**
+   * `commands` split into those svc sent (each one a round trip) and those the Lua script ran, in
+   * the proportion the warm-up's `MONITOR` saw per command (all sent without a warm-up).
+   */
+  readonly sent: CommandCounts
+  readonly inScripts: CommandCounts
+  /** Sent commands per request: the round trips to the counter store. */
+  readonly sentPerRequest: number
+  /**
+   * The warm-up watched with `MONITOR`: the commands svc sent (round trips) and those the Lua
+   * script ran, over the `GET /json` the upstream served meanwhile.
+   */
+  readonly warmup?: { readonly requests: number; readonly sent: CommandCounts; readonly inScripts: CommandCounts }
+  /** What the same process sent while idle after set-up (background noise, included in `commands` if any). */
+  readonly idle: { readonly ms: number; readonly commands: CommandCounts }
 }
 
 export interface LoadRow {
@@ -34,6 +69,8 @@ export interface LoadRow {
   /** Why the row was not measured (target unavailable or failed). */
   readonly skipped?: string
   readonly ratios?: Ratios
+  /** Counter-store commands per request, for targets on a Redis the bench can read. */
+  readonly storeCommands?: StoreCommands
 }
 
 /** One request of a sequence group and its measured series. */
@@ -154,7 +191,7 @@ const ms = (value: number) => value.toFixed(value < 10 ? 3 : 1)
 const x = (value: number) => `${value.toFixed(2)}x`
 
 const loadColumns = (title: string): ReadonlyArray<Column> => [
-  { title, width: 22, left: true },
+  { title, width: 30, left: true },
   { title: "conns", width: 5 },
   { title: "req/s", width: 9 },
   { title: "p50 ms", width: 8 },
@@ -173,6 +210,74 @@ const loadCells = (row: LoadRow): ReadonlyArray<string> => {
   if (row.target === row.baseline) return [...measured, "", "baseline"]
   if (row.ratios === undefined) return measured
   return [...measured, x(row.ratios.rps), x(row.ratios.p50), x(row.ratios.p99)]
+}
+
+const storeColumns: ReadonlyArray<Column> = [
+  { title: "    target", width: 32, left: true },
+  { title: "conns", width: 5 },
+  { title: "requests", width: 9 },
+  { title: "sent/req", width: 8 },
+  { title: "script/req", width: 10 },
+  { title: "all/req", width: 8 },
+  { title: "per request: sent | run by the script", width: 0, left: true }
+]
+
+const perCommand = (counts: CommandCounts, requests: number): string =>
+  Object.entries(counts)
+    .sort(([a, x], [b, y]) => y.calls - x.calls || a.localeCompare(b))
+    .map(
+      ([name, c]) =>
+        `${name} ${requests === 0 ? c.calls : (c.calls / requests).toFixed(3)}${c.failed === 0 ? "" : ` (${c.failed} failed)`}`
+    )
+    .join(", ")
+
+const sum = (counts: CommandCounts) => Object.values(counts).reduce((total, c) => total + c.calls, 0)
+
+/** The commands-per-request lines under a load group, when some of its rows have them. */
+const formatStoreCommands = (rows: ReadonlyArray<LoadRow>): ReadonlyArray<string> => {
+  const measured = rows.filter((row) => row.storeCommands !== undefined)
+  const first = measured[0]?.storeCommands
+  if (first === undefined) return []
+  const out = [
+    "",
+    `  counter-store commands per proxied request (${first.store}, used by nothing else): INFO commandstats`,
+    "  deltas over the measured window / GET /json the upstream served in it. commandstats also counts what a",
+    "  Lua script runs: MONITOR during the warm-up tells sent (round trips) from run by the script",
+    line(
+      storeColumns,
+      storeColumns.map((c) => c.title)
+    )
+  ]
+  for (const row of measured) {
+    const c = row.storeCommands!
+    const per = (n: number) => (c.requests === 0 ? "-" : (n / c.requests).toFixed(3))
+    out.push(
+      line(storeColumns, [
+        `    ${row.label}`,
+        String(row.connections),
+        String(c.requests),
+        per(sum(c.sent)),
+        per(sum(c.inScripts)),
+        per(c.total),
+        `${perCommand(c.sent, c.requests) || "none"} | ${perCommand(c.inScripts, c.requests) || "none"}`
+      ])
+    )
+  }
+  const wide = measured.filter((row) => row.connections > 1)
+  if (wide.length > 0) {
+    const most = Math.max(...wide.map((row) => row.connections / Math.max(1, row.storeCommands!.requests)))
+    out.push(
+      `    at ${wide[0]!.connections} connections wrk ends a run with requests in flight: svc checked them, the upstream ` +
+        `may not see them (up to +${most.toFixed(3)} per request here)`
+    )
+  }
+  const idle = first.idle
+  const idleTotal = sum(idle.commands)
+  out.push(
+    `    background: the idle api process sent ${idleTotal} command(s) in ${(idle.ms / 1000).toFixed(1)} s after ` +
+      `set-up${idleTotal === 0 ? "" : ` (${perCommand(idle.commands, 0)})`}`
+  )
+  return out
 }
 
 const sequenceColumns = (title: string): ReadonlyArray<Column> => [
@@ -291,7 +396,7 @@ export const formatTable = (report: BenchReport): string => {
     )
   )
   if (report.coldStart === undefined) {
-    out.push(`  failed: ${report.coldStartError ?? "not run"}`)
+    out.push(report.coldStartError === undefined ? "  not run (--only)" : `  failed: ${report.coldStartError}`)
   } else {
     const c = report.coldStart
     out.push(line(start, ["  first start, fresh dir -> api /ping 200", c.firstStartMs.toFixed(0)]))
@@ -320,6 +425,7 @@ export const formatTable = (report: BenchReport): string => {
           loadCells(row).map((c, i) => (i === 0 ? `  ${c}` : c))
         )
       )
+    out.push(...formatStoreCommands(rows))
   }
   for (const group of report.streams) out.push(...formatStreams(group))
   for (const group of report.sequences) out.push(...formatSequence(group))

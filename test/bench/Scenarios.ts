@@ -77,8 +77,24 @@ export const targets: ReadonlyArray<Target> = [
   ...proxyTargets
 ]
 
-/** The proxy rows in table order; every ratio is against the bare undici proxy. */
-const proxyRows = ["proxy-direct", "proxy-node", "proxy-nginx", "proxy-svc-raw", "proxy-svc"]
+/**
+ * The proxy rows in table order; every ratio is against the bare undici proxy. svc's `_proxy_raw`
+ * runs with 0, 1 and 10 matching rate-limit rules (`-r1`, `-r10`: a connection each) on the
+ * embedded default and on PostgreSQL + Redis (`proxy-pg-raw*`, which also count the Redis
+ * commands per request).
+ */
+const proxyRows = [
+  "proxy-direct",
+  "proxy-node",
+  "proxy-nginx",
+  "proxy-svc-raw",
+  "proxy-svc-raw-r1",
+  "proxy-svc-raw-r10",
+  "proxy-svc",
+  "proxy-pg-raw",
+  "proxy-pg-raw-r1",
+  "proxy-pg-raw-r10"
+]
 
 export const loadGroups: ReadonlyArray<LoadGroup> = [
   {
@@ -105,8 +121,8 @@ export const streamGroups: ReadonlyArray<StreamGroup> = [
   {
     id: "proxy-stream",
     title: "proxy streaming",
-    // `_proxy` answers an envelope, not a stream: not measured here
-    targets: proxyRows.filter((id) => id !== "proxy-svc"),
+    // `_proxy` answers an envelope, not a stream: not measured here; rules do not change a stream
+    targets: ["proxy-direct", "proxy-node", "proxy-nginx", "proxy-svc-raw"],
     baseline: "proxy-node",
     upload: { path: upstreamPaths.upload, bytes: 100_000_000, runs: 3 },
     sse: { path: upstreamPaths.sse, warmup: 3, samples: 30, events: sseEvents }

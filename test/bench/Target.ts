@@ -13,6 +13,38 @@ export interface RequestShape {
   readonly body?: string
 }
 
+/** Calls per command since the counter store started (Redis `INFO commandstats`), the bench's own reads excluded. */
+export type CommandCounts = Readonly<Record<string, { readonly calls: number; readonly failed: number }>>
+
+/** The commands one `MONITOR` connection saw, by who ran them. */
+export interface MonitorCounts {
+  /** Sent by clients (each one a round trip), per command. */
+  readonly sent: CommandCounts
+  /** Run by Lua scripts (`redis.call`), per command. */
+  readonly inScripts: CommandCounts
+}
+
+/** A `MONITOR` connection: `stop` ends it and answers what it saw. */
+export interface Monitor {
+  readonly stop: () => Promise<MonitorCounts>
+}
+
+/**
+ * How a target behind a Redis counter store is watched: the store's command counters and the
+ * requests its upstream served, both read before and after each measured window of its rows.
+ */
+export interface StoreProbe {
+  /** What the counter store is, for the table (e.g. `private redis-server 7.0.15`). */
+  readonly label: string
+  readonly commands: () => Promise<CommandCounts>
+  /** Watches every command with `MONITOR` (costly for Redis: the bench uses it in warm-ups only). */
+  readonly monitor: () => Promise<Monitor>
+  /** Requests the upstream has served so far (every proxied request that went through). */
+  readonly forwarded: () => Promise<number>
+  /** Commands the idle server sent over a quiet window after set-up: the background noise. */
+  readonly idle: { readonly ms: number; readonly commands: CommandCounts }
+}
+
 /** A started server under test: where to send requests, and how to stop it. */
 export interface RunningTarget {
   readonly origin: string
@@ -26,6 +58,8 @@ export interface RunningTarget {
   readonly route?: (request: RequestShape) => RequestShape
   /** What `start` created before it returned, shown with the group. */
   readonly seed?: SeedResult
+  /** Present when the target's counter store is a Redis the bench can read (commands per request). */
+  readonly store?: StoreProbe
 }
 
 /** What `Target.start` gets from the run. */

@@ -1,8 +1,9 @@
 /**
  * `npm run bench`: start-up times of the embedded default, then every load group, stream group and
- * sequence group of Scenarios.ts in one run; prints a table on stdout, progress on stderr, and writes
- * test/bench/results/latest.json. A target is started on first use and stopped after the last group
- * that uses it. Loopback only, bounded in time, kills its children on any exit.
+ * sequence group of Scenarios.ts, then the cluster group, in one run (`--only` picks some); prints
+ * a table on stdout, progress on stderr, and writes test/bench/results/latest.json. A target is
+ * started on first use and stopped after the last group that uses it. Loopback only, bounded in
+ * time (about 7 min with the defaults; `--max-time`), kills its children on any exit.
  */
 import * as os from "node:os"
 import { fileURLToPath } from "node:url"
@@ -26,20 +27,23 @@ import {
 } from "./Report.ts"
 import {
   findTarget,
-  loadGroups,
+  type LoadGroup,
+  loadGroups as allLoadGroups,
   type RequestShape,
   type RunningTarget,
   type SequenceGroup,
   type StreamGroup,
-  sequenceGroups,
-  streamGroups,
+  sequenceGroups as allSequenceGroups,
+  streamGroups as allStreamGroups,
   TargetUnavailable
 } from "./Scenarios.ts"
+import { commandDelta, splitBySource, totalCalls } from "./Redis.ts"
 import { runSequence } from "./Sequential.ts"
 import { measureFirstByte, measureUpload } from "./Stream.ts"
+import type { StoreProbe } from "./Target.ts"
 
 const usage = `usage: node test/bench/run.ts [--duration <s>] [--warmup <s>] [--seed <n>] [--quick]
-                              [--generator auto|wrk|undici] [--max-time <s>]
+                              [--generator auto|wrk|undici] [--only <ids>] [--max-time <s>]
   --duration   measured seconds per load row (default 5, at most 60; wrk rounds up to whole seconds)
   --warmup     warm-up seconds before each load row (default 1)
   --seed       rows a seeding target creates, e.g. connections for the list latency (default 10000)
@@ -47,10 +51,14 @@ const usage = `usage: node test/bench/run.ts [--duration <s>] [--warmup <s>] [--
                stream row; seed 1000; 50 requests per sequence row after 10 warm-up
   --generator  load generator of the load rows: wrk when installed (auto, the default), or the
                in-process undici one
+  --only       comma-separated parts to run, by id: start-up, a load group (ping, proxy), a
+               stream group (proxy-stream), a sequence group (list-connections), cluster
+               (default: all of them)
   --max-time   hard cap on the whole run; then everything is killed, exit 124
                (default max(300, 120 + 2 x rows x (duration + warmup) + per stream target
                (20 s per upload + 0.5 s per SSE sample) + 60 + seed / 25 per sequence group
-               + 120 for the cluster group))`
+               + 60 when a load group has a PostgreSQL + Redis target + 120 for the cluster
+               group))`
 
 const { values } = parseArgs({
   options: {
@@ -59,6 +67,7 @@ const { values } = parseArgs({
     seed: { type: "string" },
     quick: { type: "boolean", default: false },
     generator: { type: "string", default: "auto" },
+    only: { type: "string" },
     "max-time": { type: "string" },
     help: { type: "boolean", default: false }
   }
@@ -88,6 +97,23 @@ const generator = (() => {
     return fail(error instanceof Error ? error.message : String(error))
   }
 })()
+const only = values.only === undefined ? undefined : new Set(values.only.split(",").map((id) => id.trim()))
+if (only !== undefined) {
+  const known = [
+    "start-up",
+    ...[...allLoadGroups, ...allStreamGroups, ...allSequenceGroups].map((g) => g.id),
+    "cluster"
+  ]
+  const unknown = [...only].filter((id) => !known.includes(id))
+  if (unknown.length > 0 || only.size === 0) fail(`--only: unknown "${unknown.join(",")}"; one of ${known.join(", ")}`)
+}
+const selected = (id: string) => only === undefined || only.has(id)
+const loadGroups = allLoadGroups.filter((g) => selected(g.id))
+const streamGroups = allStreamGroups.filter((g) => selected(g.id))
+const sequenceGroups = allSequenceGroups.filter((g) => selected(g.id))
+const runStartUp = selected("start-up")
+const runCluster = selected("cluster")
+
 const durationS = generator.seconds(seconds(values.duration, values.quick ? 1 : 5, 60))
 const warmupS = generator.seconds(seconds(values.warmup, values.quick ? 0.5 : 1, 10))
 
@@ -114,9 +140,16 @@ const streamBudgetS = streamGroups.reduce((sum, g) => {
   return sum + g.targets.length * (20 * (c.runs + 1) + 0.5 * (c.warmup + c.samples))
 }, 0)
 const sequenceBudgetS = sequenceGroups.length * (60 + seedCount / 25)
+/** Creating a database, migrating it and starting a redis-server and svc on them. */
+const productionBudgetS = loadGroups.some((g) => g.targets.some((id) => id.startsWith("proxy-pg-"))) ? 60 : 0
 const defaultCapS = Math.max(
   300,
-  120 + 2 * rowCount * (durationS + warmupS) + streamBudgetS + sequenceBudgetS + clusterBudgetS
+  120 +
+    2 * rowCount * (durationS + warmupS) +
+    streamBudgetS +
+    sequenceBudgetS +
+    productionBudgetS +
+    (runCluster ? clusterBudgetS : 0)
 )
 const hardCapMs = seconds(values["max-time"], defaultCapS, 3600) * 1000
 const resultsFile = fileURLToPath(new URL("./results/latest.json", import.meta.url))
@@ -166,6 +199,58 @@ const endPhase = async (index: number) => {
 const routed = (target: RunningTarget, request: RequestShape): RequestShape =>
   (target.route ?? ((r: RequestShape) => r))({ ...request, headers: { ...request.headers, ...target.headers } })
 
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+/** Longer than any request of a row takes: the requests still in flight when a run ends have ended. */
+const settleMs = 300
+
+/**
+ * A row on a target with a counter-store probe: the warm-up as a run of its own, then the probe
+ * read, the measured run, and the probe read again once the requests in flight have ended. The
+ * deltas cover the measured run only, over the requests the upstream served in it.
+ */
+const runCounted = async (
+  group: LoadGroup,
+  options: Parameters<typeof generator.run>[0],
+  store: StoreProbe
+): Promise<{ result: LoadRow["result"] & {}; storeCommands: NonNullable<LoadRow["storeCommands"]> }> => {
+  if (group.method !== "GET") throw new Error(`${group.id}: counted rows need GET ${group.path}`)
+  let warmup: NonNullable<LoadRow["storeCommands"]>["warmup"]
+  if (options.warmupMs > 0) {
+    const from = await store.forwarded()
+    const monitor = await store.monitor()
+    try {
+      await generator.run({ ...options, durationMs: options.warmupMs, warmupMs: 0 })
+      await sleep(settleMs)
+    } finally {
+      const seen = await monitor.stop()
+      warmup = { requests: (await store.forwarded()) - from, ...seen }
+    }
+  } else await sleep(settleMs)
+  const before = { commands: await store.commands(), forwarded: await store.forwarded() }
+  const result = await generator.run({ ...options, warmupMs: 0 })
+  await sleep(settleMs)
+  const after = { commands: await store.commands(), forwarded: await store.forwarded() }
+  const commands = commandDelta(before.commands, after.commands)
+  const requests = after.forwarded - before.forwarded
+  const total = totalCalls(commands)
+  const split = warmup === undefined ? { sent: commands, inScripts: {} } : splitBySource(commands, warmup)
+  return {
+    result,
+    storeCommands: {
+      store: store.label,
+      requests,
+      completed: result.requests,
+      commands,
+      total,
+      perRequest: requests === 0 ? 0 : total / requests,
+      ...split,
+      sentPerRequest: requests === 0 ? 0 : totalCalls(split.sent) / requests,
+      ...(warmup === undefined ? {} : { warmup }),
+      idle: store.idle
+    }
+  }
+}
+
 const measureGroups = async (): Promise<Array<LoadRow>> => {
   const rows: Array<LoadRow> = []
   for (const [index, group] of loadGroups.entries()) {
@@ -189,7 +274,7 @@ const measureGroups = async (): Promise<Array<LoadRow>> => {
           headers: group.headers ?? {},
           ...(group.body === undefined ? {} : { body: group.body })
         })
-        const result = await generator.run({
+        const options = {
           url: `${started.origin}${request.path}`,
           connections,
           durationMs: durationS * 1000,
@@ -197,9 +282,20 @@ const measureGroups = async (): Promise<Array<LoadRow>> => {
           method: request.method,
           headers: request.headers,
           ...(request.body === undefined ? {} : { body: request.body })
-        })
-        progress(`  ${result.rps.toFixed(0)} req/s, p50 ${result.p50Ms.toFixed(3)} ms, ${result.errors} errors`)
-        rows.push({ ...row, result })
+        }
+        if (started.store === undefined) {
+          const result = await generator.run(options)
+          progress(`  ${result.rps.toFixed(0)} req/s, p50 ${result.p50Ms.toFixed(3)} ms, ${result.errors} errors`)
+          rows.push({ ...row, result })
+        } else {
+          const { result, storeCommands } = await runCounted(group, options, started.store)
+          progress(
+            `  ${result.rps.toFixed(0)} req/s, p50 ${result.p50Ms.toFixed(3)} ms, ${result.errors} errors; ` +
+              `counter store: ${storeCommands.sentPerRequest.toFixed(3)} commands sent per request, ` +
+              `${storeCommands.perRequest.toFixed(3)} in commandstats`
+          )
+          rows.push({ ...row, result, storeCommands })
+        }
       }
     }
     await endPhase(index)
@@ -310,27 +406,29 @@ const main = async (): Promise<number> => {
   const startedAt = new Date().toISOString()
   const loadAtStart = os.loadavg()[0] ?? 0
   progress(
-    `bench: ${rowCount} load rows, ${durationS} s each after ${warmupS} s warm-up; ` +
+    `bench: ${runStartUp ? "start-up; " : ""}${rowCount} load rows, ${durationS} s each after ${warmupS} s warm-up; ` +
       `${streamGroups.length} stream group(s); ${sequenceGroups.length} sequence group(s), seed ${seedCount}; ` +
-      "the cluster group; " +
+      (runCluster ? "the cluster group; " : "") +
       `hard cap ${hardCapMs / 1000} s`
   )
   progress(`load generator: ${generator.description}`)
   let coldStart: ColdStartResult | undefined
   let coldStartError: string | undefined
-  progress("start-up: svc serve in a fresh dir, then a restart on the same dir")
-  try {
-    coldStart = await measureColdStart()
-    progress(`  first ${coldStart.firstStartMs.toFixed(0)} ms, restart ${coldStart.warmRestartMs.toFixed(0)} ms`)
-  } catch (error) {
-    coldStartError = describe(error)
-    progress(`  failed: ${coldStartError}`)
+  if (runStartUp) {
+    progress("start-up: svc serve in a fresh dir, then a restart on the same dir")
+    try {
+      coldStart = await measureColdStart()
+      progress(`  first ${coldStart.firstStartMs.toFixed(0)} ms, restart ${coldStart.warmRestartMs.toFixed(0)} ms`)
+    } catch (error) {
+      coldStartError = describe(error)
+      progress(`  failed: ${coldStartError}`)
+    }
   }
   try {
     const load = await measureGroups()
     const streams = await measureStreams()
     const sequences = await measureSequences()
-    const cluster = await measureCluster({ quick: values.quick, progress })
+    const cluster = runCluster ? await measureCluster({ quick: values.quick, progress }) : undefined
     const report: BenchReport = {
       version: 1,
       startedAt,
@@ -342,7 +440,7 @@ const main = async (): Promise<number> => {
       load,
       streams,
       sequences,
-      cluster
+      ...(cluster === undefined ? {} : { cluster })
     }
     process.stdout.write(formatTable(report))
     await writeJson(resultsFile, report)
@@ -353,7 +451,7 @@ const main = async (): Promise<number> => {
       load.some((row) => broke(row.skipped)) ||
       streams.some((g) => g.rows.some((row) => broke(row.skipped))) ||
       sequences.some((g) => broke(g.skipped)) ||
-      broke(cluster.skipped)
+      broke(cluster?.skipped)
     return failed ? 1 : 0
   } finally {
     for (const id of [...running.keys()]) await stopTarget(id)

@@ -1,0 +1,106 @@
+/**
+ * svc in its production shape for the proxy rows: `svc serve --service api` alone on a fresh
+ * PostgreSQL database (`svc_bench_proxy_<random>`, dropped on stop) with its counter store (and so
+ * the rate-limit and cool-down stores) on a private `redis-server`, which nothing else uses: its
+ * `INFO commandstats` counts only what this api process sends. No worker runs: a proxied request
+ * that the upstream answers with a 2xx never calls the `Connection` entity, and a worker's own
+ * Redis traffic would only be noise here. Skipped (not failed) without PostgreSQL or redis-server.
+ */
+import { randomBytes, randomUUID } from "node:crypto"
+import * as fs from "node:fs/promises"
+import * as path from "node:path"
+import { SignJWT } from "jose"
+import { freePorts, portEnv, runSvc, startSvc, tempDir } from "../support/SvcProcess.ts"
+import { trackChild, trackDir } from "./Children.ts"
+import { createDatabase, DatabaseUnavailable } from "./Cluster.ts"
+import { pin } from "./Cpu.ts"
+import { waitFor200 } from "./Ready.ts"
+import { commandDelta, redisVersion, startPrivateRedis } from "./Redis.ts"
+import { type StoreProbe, TargetUnavailable } from "./Target.ts"
+
+/** How long the idle api process is watched after set-up, for the background commands. */
+const idleWindowMs = 2_000
+
+export interface ProductionSvc<A> {
+  readonly origin: string
+  readonly authorization: string
+  readonly created: A
+  readonly store: StoreProbe
+  readonly stop: () => Promise<void>
+}
+
+const describe = (error: unknown) => (error instanceof Error ? error.message : String(error))
+
+/** Starts the api process on PostgreSQL + Redis, runs `setup`, then watches Redis idle for 2 s. */
+export const startProductionSvc = async <A>(options: {
+  readonly upstreamOrigin: string
+  readonly forwarded: () => Promise<number>
+  readonly setup: (origin: string, authorization: string, upstreamOrigin: string) => Promise<A>
+}): Promise<ProductionSvc<A>> => {
+  const version = redisVersion()
+  if (version === undefined)
+    throw new TargetUnavailable("redis-server or redis-cli not installed (Debian redis-server)")
+  const database = await createDatabase("svc_bench_proxy_").catch((error: unknown) => {
+    throw error instanceof DatabaseUnavailable ? new TargetUnavailable(error.message) : error
+  })
+  const cleanups: Array<() => Promise<void>> = [() => database.drop()]
+  const stop = async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined)
+  }
+  try {
+    const redis = await startPrivateRedis()
+    cleanups.push(redis.stop)
+    // beside the load generator, like the upstream: the api process keeps its CPU to itself
+    pin(redis.pid, "generator")
+    const dir = await tempDir("svc-bench-production-")
+    trackDir(dir)
+    const secret = randomBytes(48)
+    await fs.writeFile(path.join(dir, "hs256.secret"), secret, { mode: 0o600 })
+    await fs.writeFile(path.join(dir, "root.key"), randomBytes(32).toString("base64"), { mode: 0o600 })
+    await fs.writeFile(
+      path.join(dir, "svc.yaml"),
+      [
+        `database: { provider: postgres, url: "${database.url}" }`,
+        `counter_store: { provider: redis, url: "${redis.url}", key_prefix: "svc-bench-${randomUUID()}:" }`,
+        "encryption: { root_key: { path: root.key } }",
+        "outbound: { allow_private_networks: true }",
+        "system_auth:",
+        "  jwt_signing_key: { private_key: { path: hs256.secret } }",
+        "  actors:",
+        "    - external_id: ops",
+        "      permissions: [{ namespace: 'root.**', resources: ['*'], verbs: ['*'] }]"
+      ].join("\n")
+    )
+    const migrated = await runSvc(["migrate"], { cwd: dir, timeoutMs: 60_000 })
+    if (migrated.code !== 0) throw new Error(`svc migrate exited with ${migrated.code}:\n${migrated.output}`)
+    const ports = await freePorts()
+    const svc = startSvc(["serve", "--service", "api"], { cwd: dir, env: portEnv(ports) })
+    trackChild(svc.child)
+    cleanups.push(async () => void (await svc.stop()))
+    const origin = `http://127.0.0.1:${ports.api}`
+    await waitFor200(`${origin}/ping`, svc.child, svc.output, 60_000)
+    pin(svc.child.pid, "servers")
+    const token = await new SignJWT({})
+      .setProtectedHeader({ alg: "HS256", typ: "JWT" })
+      .setSubject("ops")
+      .setIssuedAt()
+      .setExpirationTime("4h")
+      .sign(secret)
+    const authorization = `Bearer ${token}`
+    const created = await options.setup(origin, authorization, options.upstreamOrigin)
+    const before = await redis.commands()
+    await new Promise((resolve) => setTimeout(resolve, idleWindowMs))
+    const after = await redis.commands()
+    const store: StoreProbe = {
+      label: `private redis-server ${version}`,
+      commands: redis.commands,
+      monitor: redis.monitor,
+      forwarded: options.forwarded,
+      idle: { ms: idleWindowMs, commands: commandDelta(before, after) }
+    }
+    return { origin, authorization, created, store, stop }
+  } catch (error) {
+    await stop()
+    throw new Error(`PostgreSQL + Redis svc: ${describe(error)}`)
+  }
+}
