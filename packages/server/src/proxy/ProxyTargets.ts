@@ -4,13 +4,16 @@
  * version's definition, the decrypted credentials and the outbound options. Entries live 5 s
  * (another process's write is seen within that), writes in this process evict at once
  * (`ConnectionChanges`), and an OAuth2 token due for refresh is refreshed on load (`TokenRefresher`).
+ * Stale-if-error: when a reload fails (the database is unavailable), a connection resolved in
+ * the last `staleIfError` keeps being served from its last known state; one never resolved (or
+ * resolved longer ago) answers 503 `store_unavailable`, never a 500.
  */
 import type { StoredCredentials } from "@svc/domain/ConnectorAuth"
 import type { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
-import { Conflict, Forbidden, NotFound } from "@svc/domain/Errors"
+import { Conflict, Forbidden, NotFound, ServiceUnavailable } from "@svc/domain/Errors"
 import type { AuthenticatedActor } from "@svc/domain/http/Security"
 import type { ConnectionRow } from "@svc/sql/Rows"
-import { Cache, Context, Duration, Effect, Exit, Layer, Option } from "effect"
+import { Cache, Cause, Clock, Context, Duration, Effect, Exit, Layer, Option } from "effect"
 import { SvcConfig } from "../config/SvcConfig.ts"
 import { upstreamOptions } from "../outbound/OutboundOptions.ts"
 import { TokenRefresher } from "../connections/TokenRefresher.ts"
@@ -33,10 +36,30 @@ export interface ProxyTarget {
 }
 
 /** Failures of resolving a proxy target. */
-export type TargetError = NotFound | Forbidden | Conflict
+export type TargetError = NotFound | Forbidden | Conflict | ServiceUnavailable
 
 /** How long a resolved target is reused. */
 export const targetTtl = Duration.seconds(5)
+
+/**
+ * Stale-if-error bound: while the database is unavailable, a target resolved at most this long
+ * ago is served from its last known state (docs/proxy.md "When the database is unavailable").
+ */
+export const staleIfError = Duration.minutes(5)
+
+/** How long a target served stale is reused before the database is asked again. */
+export const staleRetry = Duration.seconds(1)
+
+/** Last known states kept for stale-if-error (the oldest resolved is forgotten first). */
+const lastKnownCapacity = 10_000
+
+/** What one load answered: the target (or none), and whether it is a last known state. */
+interface Loaded {
+  readonly found: Option.Option<ProxyTarget>
+  readonly stale: boolean
+}
+
+const unavailable = new ServiceUnavailable({ error: "the database is unavailable", code: "store_unavailable" })
 
 export class ProxyTargets extends Context.Service<
   ProxyTargets,
@@ -67,7 +90,7 @@ export class ProxyTargets extends Context.Service<
       const config = yield* SvcConfig
       const allowPrivate = config.outbound.allowPrivateNetworks
 
-      const load = (id: string) =>
+      const resolve = (id: string) =>
         Effect.gen(function* () {
           const found = yield* ops.find(Kinds.connections, id)
           if (Option.isNone(found)) return Option.none<ProxyTarget>()
@@ -84,19 +107,70 @@ export class ProxyTargets extends Context.Service<
           return Option.some(target)
         })
 
+      /** The last target resolved per connection, with when (ms); dropped on writes in this process. */
+      const lastKnown = new Map<string, { readonly target: ProxyTarget; readonly at: number }>()
+      const staleMs = Duration.toMillis(staleIfError)
+      let warnedAt = Number.NEGATIVE_INFINITY
+
+      const remember = (id: string, found: Option.Option<ProxyTarget>, now: number) => {
+        lastKnown.delete(id)
+        if (Option.isNone(found)) return
+        lastKnown.set(id, { target: found.value, at: now })
+        if (lastKnown.size > lastKnownCapacity) {
+          const oldest = lastKnown.keys().next()
+          if (oldest.done !== true) lastKnown.delete(oldest.value)
+        }
+      }
+
+      /** A failed load (never an interruption): the last known state within the bound, else 503. */
+      const fallBack = (id: string, cause: Cause.Cause<unknown>) =>
+        Effect.gen(function* () {
+          const now = yield* Clock.currentTimeMillis
+          const known = lastKnown.get(id)
+          const usable = known !== undefined && now - known.at <= staleMs
+          if (now - warnedAt >= 60_000) {
+            warnedAt = now
+            // The reason's tag only: a cause can carry statement text, never logged.
+            const reason =
+              cause.reasons.find(Cause.isFailReason)?.error ?? cause.reasons.find(Cause.isDieReason)?.defect
+            const tag =
+              typeof reason === "object" && reason !== null && "_tag" in reason ? String(reason._tag) : "defect"
+            yield* Effect.logWarning(
+              `proxy: loading a connection failed (${tag}); connections resolved in the last ` +
+                `${Duration.format(staleIfError)} are served from their last known state, others answer 503`
+            )
+          }
+          if (!usable) return yield* Effect.fail(unavailable)
+          return { found: Option.some(known.target), stale: true } satisfies Loaded
+        })
+
+      const load = (id: string): Effect.Effect<Loaded, ServiceUnavailable> =>
+        resolve(id).pipe(
+          Effect.tap((found) =>
+            Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => remember(id, found, now)))
+          ),
+          Effect.map((found): Loaded => ({ found, stale: false })),
+          Effect.catchCause((cause) => (Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : fallBack(id, cause)))
+        )
+
       const cache = yield* Cache.makeWith(load, {
         capacity: 10_000,
-        timeToLive: (exit) => (Exit.isSuccess(exit) ? targetTtl : Duration.zero)
+        timeToLive: (exit) => (Exit.isFailure(exit) ? Duration.zero : exit.value.stale ? staleRetry : targetTtl)
       })
+      const invalidate = (id: string) =>
+        Effect.suspend(() => {
+          lastKnown.delete(id)
+          return Cache.invalidate(cache, id)
+        })
       changes.onChange((id) => {
         // Eviction is synchronous bookkeeping; run it detached from the writer's fiber.
-        Effect.runFork(Cache.invalidate(cache, id))
+        Effect.runFork(invalidate(id))
       })
 
       const notFound = (id: string) => new NotFound({ error: `connection ${id} not found`, code: "not_found" })
 
       const get = (actor: AuthenticatedActor, id: string) =>
-        Effect.flatMap(Cache.get(cache, id), (found): Effect.Effect<ProxyTarget, TargetError> => {
+        Effect.flatMap(Cache.get(cache, id), ({ found }): Effect.Effect<ProxyTarget, TargetError> => {
           if (Option.isNone(found)) return Effect.fail(notFound(id))
           const target = found.value
           const namespace = target.row.namespace
@@ -125,11 +199,11 @@ export class ProxyTargets extends Context.Service<
         Effect.gen(function* () {
           const renewed = yield* refresher.afterUnauthorized(target.row, target.definition, target.credentials)
           if (renewed === undefined) return undefined
-          yield* Cache.invalidate(cache, target.row.id)
+          yield* invalidate(target.row.id)
           return { ...target, credentials: renewed }
         })
 
-      return ProxyTargets.of({ get, invalidate: (id) => Cache.invalidate(cache, id), afterUnauthorized })
+      return ProxyTargets.of({ get, invalidate, afterUnauthorized })
     })
   )
 }

@@ -1,8 +1,10 @@
 /**
  * Actor lookups for authentication, served from an in-process cache so a warm request runs no
  * SQL (ARCHITECTURE "request path"). Entries live 30 s (misses 5 s); writers call `invalidate`.
+ * Stale-if-error: while the database is unavailable, an actor found in the last 5 minutes is
+ * served from its last known record (docs/proxy.md); others answer 503 `store_unavailable`.
  */
-import { Cache, Duration, Effect, Exit, Layer, Context, Option } from "effect"
+import { Cache, Clock, Duration, Effect, Exit, Layer, Context, Option } from "effect"
 import { ServiceUnavailable } from "@svc/domain/Errors"
 import type { ActorIdentity } from "@svc/domain/http/Security"
 import { ActorRepo, type ActorRow } from "@svc/sql/ActorRepo"
@@ -17,6 +19,9 @@ const toRecord = (row: ActorRow): ActorIdentity => ({
   permissions: row.permissions
 })
 
+/** Stale-if-error bound of actor records (the same as the proxy's connection targets). */
+const staleIfErrorMs = 5 * 60_000
+
 const unavailable = new ServiceUnavailable({ error: "the database is unavailable", code: "store_unavailable" })
 
 export class ActorDirectory extends Context.Service<
@@ -30,12 +35,27 @@ export class ActorDirectory extends Context.Service<
     ActorDirectory,
     Effect.gen(function* () {
       const repo = yield* ActorRepo
+      const lastKnown = new Map<string, { readonly actor: ActorIdentity; readonly at: number }>()
       const cache = yield* Cache.makeWith(
         (externalId: string) =>
           repo.findByExternalId(externalId).pipe(
             Effect.map(Option.map(toRecord)),
+            Effect.tap((found) =>
+              Effect.map(Clock.currentTimeMillis, (now) => {
+                lastKnown.delete(externalId)
+                if (Option.isSome(found)) lastKnown.set(externalId, { actor: found.value, at: now })
+                if (lastKnown.size > 10_000) lastKnown.delete(lastKnown.keys().next().value as string)
+              })
+            ),
             Effect.tapError((cause) => Effect.logWarning("actor lookup failed", cause)),
-            Effect.mapError(() => unavailable)
+            Effect.catch(() =>
+              Effect.flatMap(Clock.currentTimeMillis, (now) => {
+                const known = lastKnown.get(externalId)
+                return known !== undefined && now - known.at <= staleIfErrorMs
+                  ? Effect.succeed(Option.some(known.actor))
+                  : Effect.fail(unavailable)
+              })
+            )
           ),
         {
           capacity: 10_000,
@@ -49,7 +69,11 @@ export class ActorDirectory extends Context.Service<
       )
       return ActorDirectory.of({
         findByExternalId: (externalId) => Cache.get(cache, externalId),
-        invalidate: (externalId) => Cache.invalidate(cache, externalId)
+        invalidate: (externalId) =>
+          Effect.suspend(() => {
+            lastKnown.delete(externalId)
+            return Cache.invalidate(cache, externalId)
+          })
       })
     })
   )
