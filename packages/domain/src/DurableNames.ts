@@ -36,3 +36,30 @@ export const TokenRefreshSweepSingleton = "svc.oauth2.refresh-sweep.v1"
 
 /** Entity type of the per-connection control state (cool-down, migration lock), keyed by connection id. Never renamed. */
 export const ConnectionEntityType = "Connection"
+
+/** spec 4.5: disconnects every live connection of a connector (one child per connection). */
+export const DisconnectAllWorkflowName = "core.connector.disconnect_all.v1"
+
+/** spec 4.5: lists the connections a disconnect-all ends. */
+export const DisconnectAllListActivity = "core.connector.disconnect_all.list_connections.v1"
+
+/** spec 4.5 rule 3: forces the remaining connections to `disconnected` after a timeout or a failed child. */
+export const DisconnectAllForceActivity = "core.connector.disconnect_all.force_remaining.v1"
+
+/** spec 4.5: archives a connector (prepare, disconnect-all, finalize). */
+export const ArchiveWorkflowName = "core.connector.archive.v1"
+
+/** spec 3.2: draft versions → archived, the primary → active. */
+export const ArchivePrepareActivity = "core.connector.archive.prepare_versions.v1"
+
+/** spec 3.2: every version → archived, after the disconnect-all. */
+export const ArchiveFinalizeActivity = "core.connector.archive.finalize_versions.v1"
+
+/** spec 4.5 rule 1: the per-connection child of a disconnect-all. */
+export const DisconnectConnectionWorkflowName = "core.connection.disconnect.v1"
+
+/** The one activity of the per-connection disconnect: revoke, erase credentials, `disconnected`, soft delete. */
+export const DisconnectConnectionActivity = "core.connection.disconnect.run.v1"
+
+/** Ends a lifecycle task (its state, error and lock) once its workflow has finished. */
+export const TaskFinishActivity = "core.task.finish.v1"

@@ -38,7 +38,8 @@ for (const [backend, db] of TestDatabase.backends) {
           [3, "secrets_and_probes"],
           [4, "notifications"],
           [5, "oauth2"],
-          [6, "connection_controls"]
+          [6, "connection_controls"],
+          [7, "tasks"]
         ])
         assert.deepStrictEqual(yield* Migrations.migrateAppMetrics, [
           [1, "request_events"],
@@ -55,7 +56,8 @@ for (const [backend, db] of TestDatabase.backends) {
           { migration_id: 3, name: "secrets_and_probes" },
           { migration_id: 4, name: "notifications" },
           { migration_id: 5, name: "oauth2" },
-          { migration_id: 6, name: "connection_controls" }
+          { migration_id: 6, name: "connection_controls" },
+          { migration_id: 7, name: "tasks" }
         ])
         assert.deepStrictEqual(yield* history("app_metrics_schema_migrations"), [
           { migration_id: 1, name: "request_events" },
@@ -84,7 +86,8 @@ for (const [backend, db] of TestDatabase.backends) {
             "rate_limits",
             "reencryptions",
             "request_events",
-            "schema_migrations"
+            "schema_migrations",
+            "tasks"
           ]
         )
       })
@@ -144,7 +147,8 @@ for (const [backend, db] of TestDatabase.backends) {
             "request_events_connector_timestamp_idx",
             "request_events_labels_gin",
             "request_events_namespace_timestamp_idx",
-            "request_events_timestamp_id_idx"
+            "request_events_timestamp_id_idx",
+            "tasks_one_active"
           ]
         )
         const def = (name: string) => indexes.find((i) => i.indexname === name)?.indexdef ?? ""

@@ -24,6 +24,7 @@ import { RateLimitsApi } from "./RateLimitsApi.ts"
 import { RequestEventsApi } from "./RequestEventsApi.ts"
 import { SearchApi } from "./SearchApi.ts"
 import { SystemApi } from "./SystemApi.ts"
+import { TasksApi } from "./TasksApi.ts"
 
 /**
  * Client input is decoded reporting every problem; unknown body keys are rejected so a typo in a
@@ -44,7 +45,8 @@ const resourceGroups = [
   KeysApi,
   RateLimitsApi,
   NotificationsApi,
-  RequestEventsApi
+  RequestEventsApi,
+  TasksApi
 ] as const
 const metadataGroups = [
   NamespacesMetadataApi,
@@ -89,7 +91,7 @@ export class AdminApiV1 extends HttpApi.make("admin-api")
 export class PublicApi extends HttpApi.make("public")
   .add(SystemApi)
   .add(AuthApi)
-  .add(ConnectorsApi, ConnectionsApi, NotificationsApi)
+  .add(ConnectorsApi, ConnectionsApi, NotificationsApi, TasksApi)
   .annotate(OpenApi.Title, "svc public service")
   .annotate(HttpApi.PayloadParseOptions, strictPayload)
   .annotate(HttpApi.QueryParseOptions, strictQuery)

@@ -11,7 +11,8 @@ import {
   VersionState
 } from "../Connector.ts"
 import { Page } from "../Resource.ts"
-import { IntFromString } from "../StrictInput.ts"
+import { IntFromString, optionalBody } from "../StrictInput.ts"
+import { ConnectorTaskHandle, StartLifecycle } from "../Task.ts"
 import { listQuery, permission, resourceErrors } from "./Endpoints.ts"
 import { Authentication, RequiredPermission } from "./Security.ts"
 
@@ -84,6 +85,28 @@ export class ConnectorsApi extends HttpApiGroup.make("connectors")
       .annotate(
         OpenApi.Description,
         "Publishes (primary: the previous primary becomes active), demotes to active or archives a version."
+      ),
+    HttpApiEndpoint.post("disconnectAll", "/api/v1/connectors/:id/_disconnectAll", {
+      params,
+      payload: optionalBody(StartLifecycle),
+      success: ConnectorTaskHandle.pipe(HttpApiSchema.status(202)),
+      error: resourceErrors
+    })
+      .annotate(RequiredPermission, permission("connectors", "disconnect_all"))
+      .annotate(
+        OpenApi.Description,
+        "Starts a durable disconnect of every live connection of the connector (setup, configured, disabled, disconnecting): one child per connection with the timeout minus a 5-second reserve; when the timeout expires or a child fails, the rest are forced to disconnected and soft-deleted. Answers the task to poll at /api/v1/tasks/{taskId}; 409 operation_in_progress while a disconnect-all or archive of the connector runs. timeoutSeconds defaults to 600."
+      ),
+    HttpApiEndpoint.post("archive", "/api/v1/connectors/:id/_archive", {
+      params,
+      payload: optionalBody(StartLifecycle),
+      success: ConnectorTaskHandle.pipe(HttpApiSchema.status(202)),
+      error: resourceErrors
+    })
+      .annotate(RequiredPermission, permission("connectors", "archive"))
+      .annotate(
+        OpenApi.Description,
+        "Starts a durable archive of the connector: draft versions become archived and the primary active (no new connections), then a disconnect-all of its connections (the timeout passed through), then every version archived. Answers the task to poll; 409 operation_in_progress while a disconnect-all or archive of the connector runs."
       )
   )
   .middleware(Authentication)

@@ -12,7 +12,7 @@ import type { AuthenticatedActor } from "@svc/domain/http/Security"
 import type { ConnectionId } from "@svc/domain/Ids"
 import { ConnectionRepo } from "@svc/sql/ConnectionRepo"
 import type { ConnectionRow } from "@svc/sql/Rows"
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer, Option } from "effect"
 import { SvcConfig } from "../config/SvcConfig.ts"
 import { ConnectionSecrets } from "./ConnectionSecrets.ts"
 import { LimitedCalls, subjectOf } from "./LimitedCalls.ts"
@@ -33,6 +33,11 @@ export class ConnectionDisconnect extends Context.Service<
   ConnectionDisconnect,
   {
     readonly disconnect: (actor: AuthenticatedActor, id: ConnectionId) => Effect.Effect<DisconnectResult, ResourceError>
+    /**
+     * The same for durable work (a disconnect-all's child): no actor, no permission check;
+     * `gone` when the connection is already deleted or disconnected (a re-run does nothing).
+     */
+    readonly disconnectById: (id: string) => Effect.Effect<"disconnected" | "gone">
   }
 >()("@svc/server/ConnectionDisconnect") {
   static readonly layerNoDeps: Layer.Layer<
@@ -111,22 +116,39 @@ export class ConnectionDisconnect extends Context.Service<
           )
         })
 
+      /** Disconnecting, revocations, `disconnected` with credentials erased and soft-deleted. */
+      const end = (row: ConnectionRow, definition: ConnectorDefinition) =>
+        Effect.gen(function* () {
+          const id = row.id
+          yield* Effect.orDie(repo.setState(id, "disconnecting", yield* now))
+          changes.changed(id)
+          const stored = yield* secrets.credentials(row)
+          const revocations = yield* revokeAll(row, definition, stored)
+          yield* Effect.orDie(repo.markDisconnected(id, yield* now))
+          changes.changed(id)
+          yield* Effect.logInfo(
+            `connection ${id} disconnected; revocations: ${revocations.map((r) => `${r.kind} ${r.result}`).join(", ") || "none"}`
+          )
+          return revocations
+        })
+
+      const disconnectById = Effect.fn("ConnectionDisconnect.disconnectById")(function* (id: string) {
+        const found = yield* ops.find(Kinds.connections, id)
+        if (Option.isNone(found) || found.value.state === "disconnected") return "gone" as const
+        const row = found.value
+        const definition = yield* definitions.get(row.connectorId, row.connectorVersion)
+        yield* end(row, definition)
+        return "disconnected" as const
+      })
+
       const disconnect = Effect.fn("ConnectionDisconnect.disconnect")(function* (
         actor: AuthenticatedActor,
         id: ConnectionId
       ) {
         const row = yield* ops.load(actor, Kinds.connections, id, "disconnect")
         const definition = yield* definitions.get(row.connectorId, row.connectorVersion)
-        yield* Effect.orDie(repo.setState(id, "disconnecting", yield* now))
-        changes.changed(id)
-        const stored = yield* secrets.credentials(row)
-        const revocations = yield* revokeAll(row, definition, stored)
         const configuration = yield* secrets.configuration(row)
-        yield* Effect.orDie(repo.markDisconnected(id, yield* now))
-        changes.changed(id)
-        yield* Effect.logInfo(
-          `connection ${id} disconnected; revocations: ${revocations.map((r) => `${r.kind} ${r.result}`).join(", ") || "none"}`
-        )
+        const revocations = yield* end(row, definition)
         const connection = Present.connection(
           { ...row, state: "disconnected", setupStepId: null },
           redactConfiguration(definition, configuration)
@@ -134,7 +156,7 @@ export class ConnectionDisconnect extends Context.Service<
         return { connection, revocations } satisfies DisconnectResult
       })
 
-      return ConnectionDisconnect.of({ disconnect })
+      return ConnectionDisconnect.of({ disconnect, disconnectById })
     })
   )
 }

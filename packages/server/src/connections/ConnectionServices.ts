@@ -14,6 +14,7 @@ import { Connections } from "./Connections.ts"
 import { ConnectionSecrets } from "./ConnectionSecrets.ts"
 import { ConnectionSetup } from "./ConnectionSetup.ts"
 import { Credentials } from "./Credentials.ts"
+import { Lifecycle } from "./Lifecycle.ts"
 import { LimitedCalls } from "./LimitedCalls.ts"
 import { OAuthClient } from "./OAuthClient.ts"
 import { Probes } from "./Probes.ts"
@@ -33,7 +34,7 @@ const setup = ConnectionAuthorization.layerNoDeps.pipe(
  * repositories, the counter store, the actor directory, encryption, the request limiter, the
  * request-event sink and the config.
  */
-export const layerNoDeps = Layer.mergeAll(Connections.layerNoDeps, Probes.layerNoDeps).pipe(
+export const layerNoDeps = Layer.mergeAll(Connections.layerNoDeps, Probes.layerNoDeps, Lifecycle.layerNoDeps).pipe(
   (services) => setup.pipe(Layer.provideMerge(services)),
   Layer.provideMerge(TokenRefresher.layerNoDeps),
   Layer.provideMerge(Layer.mergeAll(ConnectionSecrets.layerNoDeps, Credentials.layerNoDeps, OAuthClient.layerNoDeps)),

@@ -1,14 +1,15 @@
-/** Handlers of the connector group (spec 4.1) on the api, the admin-api and the public service. */
+/** Handlers of the connector group (spec 4.1, 4.5) on the api, the admin-api and the public service. */
 import { AdminApiV1, ApiV1, PublicApi } from "@svc/domain/http/Apis"
 import type { ConnectorsApi } from "@svc/domain/http/ConnectorsApi"
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
+import { Lifecycle } from "../connections/Lifecycle.ts"
 import { Connectors } from "../resources/Connectors.ts"
 import { withConnector } from "./ResourceIds.ts"
 import { withActor } from "./WithActor.ts"
 
 const handlers = (h: HttpApiBuilder.Handlers.FromGroup<typeof ConnectorsApi>) =>
-  Effect.map(Connectors, (svc) =>
+  Effect.map(Effect.all([Connectors, Lifecycle]), ([svc, lifecycle]) =>
     h
       .handle("create", ({ payload }) => withActor((a) => svc.create(a, payload)))
       .handle("list", ({ query }) =>
@@ -23,6 +24,12 @@ const handlers = (h: HttpApiBuilder.Handlers.FromGroup<typeof ConnectorsApi>) =>
       .handle("getVersion", ({ params }) => withConnector(params.id, (a, id) => svc.version(a, id, params.version)))
       .handle("setVersionState", ({ params, payload }) =>
         withConnector(params.id, (a, id) => svc.setVersionState(a, id, params.version, payload.state))
+      )
+      .handle("disconnectAll", ({ params, payload }) =>
+        withConnector(params.id, (a, id) => lifecycle.disconnectAll(a, id, payload))
+      )
+      .handle("archive", ({ params, payload }) =>
+        withConnector(params.id, (a, id) => lifecycle.archive(a, id, payload))
       )
   )
 

@@ -1,5 +1,5 @@
 /**
- * The resource groups (namespaces, actors, connectors, connections, keys, rate limits) of each
+ * The resource groups (namespaces, actors, connectors, connections, keys, rate limits, tasks) of each
  * service. Each group is declared once in the domain and has its handlers in its own file.
  */
 import { Layer } from "effect"
@@ -9,6 +9,7 @@ import { AdminApiConnectorsHttp, ApiConnectorsHttp, PublicConnectorsHttp } from 
 import { AdminApiKeysHttp, ApiKeysHttp } from "./KeysHttp.ts"
 import { AdminApiNamespacesHttp, ApiNamespacesHttp } from "./NamespacesHttp.ts"
 import { AdminApiRateLimitsHttp, ApiRateLimitsHttp } from "./RateLimitsHttp.ts"
+import { AdminApiTasksHttp, ApiTasksHttp, PublicTasksHttp } from "./TasksHttp.ts"
 
 /** The resource groups of the api service. */
 export const ApiResourcesHttp = Layer.mergeAll(
@@ -17,11 +18,12 @@ export const ApiResourcesHttp = Layer.mergeAll(
   ApiConnectorsHttp,
   ApiConnectionsHttp,
   ApiKeysHttp,
-  ApiRateLimitsHttp
+  ApiRateLimitsHttp,
+  ApiTasksHttp
 )
 
 /** The resource groups the public service serves to browser sessions (marketplace). */
-export const PublicResourcesHttp = Layer.mergeAll(PublicConnectorsHttp, PublicConnectionsHttp)
+export const PublicResourcesHttp = Layer.mergeAll(PublicConnectorsHttp, PublicConnectionsHttp, PublicTasksHttp)
 
 /** The resource groups of the admin-api service. */
 export const AdminApiResourcesHttp = Layer.mergeAll(
@@ -30,5 +32,6 @@ export const AdminApiResourcesHttp = Layer.mergeAll(
   AdminApiConnectorsHttp,
   AdminApiConnectionsHttp,
   AdminApiKeysHttp,
-  AdminApiRateLimitsHttp
+  AdminApiRateLimitsHttp,
+  AdminApiTasksHttp
 )

@@ -16,6 +16,7 @@ import { ProbeStateRepo } from "@svc/sql/ProbeStateRepo"
 import { ResourceRepo } from "@svc/sql/ResourceRepo"
 import { checkSchema, ping } from "@svc/sql/SchemaCheck"
 import { SearchRepo } from "@svc/sql/SearchRepo"
+import { TaskRepo } from "@svc/sql/TaskRepo"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { ResolvedConfig } from "../config/SvcConfig.ts"
@@ -65,7 +66,8 @@ const repositories = Layer.mergeAll(
   DataKeyRepo.layer,
   NotificationRepo.layer,
   MaintenanceRunRepo.layer,
-  ConnectionControlRepo.layer
+  ConnectionControlRepo.layer,
+  TaskRepo.layer
 )
 
 /** Readiness of the database(s) and the counter store. */

@@ -1,7 +1,8 @@
 /**
  * The worker service (ARCHITECTURE "Durable work"): the durable work its cluster runner
  * hosts — label propagation and its consistency checker, re-encryption after key rotation, the
- * probe monitor and the token refresh sweep.
+ * probe monitor, the token refresh sweep, the Connection entity and the connector lifecycle
+ * workflows.
  */
 import { Duration, Layer } from "effect"
 import type { ResolvedConfig } from "../config/SvcConfig.ts"
@@ -10,6 +11,7 @@ import { resolutionTtl } from "../crypto/Encryption.ts"
 import { Reencryption } from "../crypto/Reencryption.ts"
 import * as ConnectionEntityLive from "./ConnectionEntityLive.ts"
 import * as LabelPropagationLive from "./LabelPropagationLive.ts"
+import * as LifecycleLive from "./LifecycleLive.ts"
 import * as ProbeMonitorLive from "./ProbeMonitorLive.ts"
 import * as ReencryptionLive from "./ReencryptionLive.ts"
 import * as TokenRefreshSweepLive from "./TokenRefreshSweepLive.ts"
@@ -29,5 +31,6 @@ export const layerNoDeps = (config: ResolvedConfig) =>
       Layer.provide(ProbeScheduler.layerNoDeps)
     ),
     TokenRefreshSweepLive.layerNoDeps({ pollInterval: Duration.millis(config.oauth2.refreshSweepIntervalMs) }),
-    ConnectionEntityLive.layerNoDeps()
+    ConnectionEntityLive.layerNoDeps(),
+    LifecycleLive.layerNoDeps
   )
