@@ -62,9 +62,11 @@ export const serve = Effect.fn("Serve.serve")(function* (
     Layer.provideMerge(shared)
   )
   const boundPorts = new Map<ServiceId, number>()
+  const drain = Servers.makeDrain(config.http.drainTimeoutMs)
   const app = Layer.mergeAll(
     Servers.layer(config, services, adminTls).pipe(
       Layer.provide(Layer.succeed(Servers.BoundPorts, boundPorts)),
+      Layer.provide(Layer.succeed(Servers.ServerDrain, drain)),
       Layer.provide(Auth.layerNoDeps(verificationKey)),
       Layer.provide(handlerServices)
     ),
@@ -75,6 +77,9 @@ export const serve = Effect.fn("Serve.serve")(function* (
     Layer.provide(Layer.succeed(SvcConfig, config))
   )
   yield* Layer.build(app)
+  // Added after the layers, so it runs first on SIGTERM/SIGINT: the servers drain while every
+  // service they use is still up; request events are flushed when the layers close after it.
+  yield* Effect.addFinalizer(() => drain.drain)
   const tokenFile =
     "generated" in signingKey ? yield* writeAdminToken(config, signingKey.generated.privateKeyPath) : undefined
   yield* printBanner(config, services, tokenFile, boundPorts)

@@ -8,6 +8,7 @@ import { Command, Flag } from "effect/cli"
 import { allServiceIds, type ServiceId } from "@svc/domain/Auth"
 import { type ConfigError, loadConfig } from "./config/ConfigLoader.ts"
 import type { ResolvedConfig } from "./config/SvcConfig.ts"
+import { shutdownGraceMs } from "./config/Durations.ts"
 import { runMigrations, serve } from "./Serve.ts"
 import { version } from "./config/Version.ts"
 
@@ -66,6 +67,23 @@ const withConfig = <A, E, R>(path: Option.Option<string>, f: (config: ResolvedCo
     })
   )
 
+/**
+ * The shutdown deadline: once SIGTERM/SIGINT arrives, the process exits within
+ * `http.drain_timeout` + 2 s even if something hangs (then with exit code 1 and one line).
+ */
+const armShutdownDeadline = (config: ResolvedConfig) =>
+  Effect.sync(() => {
+    const ms = config.http.drainTimeoutMs + shutdownGraceMs
+    const arm = () => {
+      setTimeout(() => {
+        process.stderr.write(`svc: shutdown did not finish within ${ms} ms; exiting\n`)
+        process.exit(1)
+      }, ms).unref()
+    }
+    process.once("SIGTERM", arm)
+    process.once("SIGINT", arm)
+  })
+
 const serveCommand = Command.make(
   "serve",
   {
@@ -81,7 +99,10 @@ const serveCommand = Command.make(
   },
   ({ config, service, migrate }) =>
     withConfig(config, (resolved) =>
-      serve(resolved, service.length === 0 ? allServiceIds : [...new Set<ServiceId>(service)], { migrate })
+      Effect.andThen(
+        armShutdownDeadline(resolved),
+        serve(resolved, service.length === 0 ? allServiceIds : [...new Set<ServiceId>(service)], { migrate })
+      )
     )
 ).pipe(Command.withDescription("Run the services until SIGINT or SIGTERM, then shut down gracefully"))
 

@@ -11,7 +11,7 @@ import { allServiceIds, type ServiceId } from "@svc/domain/Auth"
 import { issueDetails } from "@svc/domain/Errors"
 import { ConfigFile, type ConfiguredActor, type DatabaseConfig } from "./ConfigSchema.ts"
 import { resolveCluster } from "./ClusterConfig.ts"
-import { durationMs, intervalMs } from "./Durations.ts"
+import { defaultDrainTimeoutMs, durationMs, intervalMs } from "./Durations.ts"
 import { resolveClientSecrets, resolveRootKey, resolveSigningKey } from "./SecretSources.ts"
 import type { Listener, ResolvedConfig, ResolvedDatabase } from "./SvcConfig.ts"
 
@@ -192,7 +192,10 @@ export const resolve = (file: ConfigFile, source: string, cwd: string): Effect.E
             selfSigned: true
           }
         : { certPath: path.resolve(base, tls.cert_path), keyPath: path.resolve(base, tls.key_path), selfSigned: false },
-    http: { maxBodyBytes: file.http?.max_body_bytes ?? 1024 * 1024 },
+    http: {
+      maxBodyBytes: file.http?.max_body_bytes ?? 1024 * 1024,
+      drainTimeoutMs: durationMs(file.http?.drain_timeout, defaultDrainTimeoutMs)
+    },
     database,
     appMetricsDatabase,
     counterStore:

@@ -130,7 +130,12 @@ export const ConfigFile = Schema.Struct({
     })
   ),
   worker: Schema.optionalKey(Schema.Struct(Listener)),
-  http: Schema.optionalKey(Schema.Struct({ max_body_bytes: Schema.optionalKey(PositiveInt) })),
+  http: Schema.optionalKey(
+    Schema.Struct({
+      max_body_bytes: Schema.optionalKey(PositiveInt),
+      drain_timeout: Schema.optionalKey(DurationString)
+    })
+  ),
   database: Schema.optionalKey(DatabaseConfig),
   counter_store: Schema.optionalKey(
     Schema.Struct({

@@ -17,3 +17,12 @@ export const intervalMs = (
   if (ms < minimumMs) problems.push(`${at}: must be at least ${minimumMs}ms`)
   return Math.max(minimumMs, ms)
 }
+
+/** `http.drain_timeout` default: in-flight requests get 8 s after SIGTERM/SIGINT. */
+export const defaultDrainTimeoutMs = 8_000
+
+/**
+ * After the drain, the rest of the shutdown (request-event flush, stores) gets this long; the
+ * process exits within `http.drain_timeout` + this (10 s by default), by force if it must.
+ */
+export const shutdownGraceMs = 2_000

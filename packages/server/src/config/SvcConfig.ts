@@ -58,7 +58,11 @@ export interface ResolvedConfig {
   readonly listeners: { readonly [K in ServiceId]: Listener }
   /** TLS for admin-api: configured files, or a self-signed development certificate in the data dir. */
   readonly adminTls: { readonly certPath: string; readonly keyPath: string; readonly selfSigned: boolean }
-  readonly http: { readonly maxBodyBytes: number }
+  /**
+   * `drainTimeoutMs`: on SIGTERM/SIGINT, how long in-flight requests may take to finish before
+   * their connections are closed (the process exits within it plus `shutdownGraceMs`).
+   */
+  readonly http: { readonly maxBodyBytes: number; readonly drainTimeoutMs: number }
   readonly database: ResolvedDatabase
   /** The app-metrics database; `main` shares the main database (spec 8.2 allows it). */
   readonly appMetricsDatabase: ResolvedDatabase | "main"

@@ -40,6 +40,9 @@ export const writtenEvents = Metric.counter("svc.request_events.written", {
   incremental: true
 })
 
+/** How long the flush on close may take before the rest goes to the spool (shutdown is bounded). */
+const closeFlushBound = Duration.millis(1500)
+
 /** Tuning of the buffer; the defaults suit production, tests shorten the timings. */
 export interface RequestEventSinkOptions {
   /** How often queued events are written when fewer than `batchSize` wait. Default 200 ms. */
@@ -323,6 +326,12 @@ const make = (
       })
     )
 
+    /** The flush on close, bounded: what a slow or hung database has not taken by then is spooled. */
+    const closingFlush = Effect.timeoutOrElse(flush, {
+      duration: closeFlushBound,
+      orElse: () => lock.withPermits(1)(spill)
+    })
+
     const created = yield* Effect.exit(spool.ensure)
     if (Exit.isFailure(created)) {
       yield* Effect.logWarning(
@@ -344,9 +353,9 @@ const make = (
     yield* Effect.addFinalizer(() =>
       Effect.gen(function* () {
         yield* Fiber.interrupt(writer)
-        yield* flush
+        yield* closingFlush
         closed = true
-        if (queue.length > 0) yield* flush
+        if (queue.length > 0) yield* closingFlush
         yield* Effect.logInfo(`request events: ${written} written, ${dropped} dropped, ${spooled} spooled`)
       })
     )

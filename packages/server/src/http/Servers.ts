@@ -1,7 +1,9 @@
 /**
  * The four HTTP servers of spec 1, each its own Node listener with its own router: api (HTTP),
  * admin-api (HTTPS), public and worker. Shared services (stores, authenticator, health) are
- * provided from outside so every server uses the same instances.
+ * provided from outside so every server uses the same instances. On shutdown they drain
+ * together (`ServerDrain`): no new connections, `Connection: close` on every answer still to
+ * come, idle kept-alive sockets closed, in-flight requests finished within `http.drain_timeout`.
  */
 import { NodeHttpServer } from "@effect/platform-node"
 import { ByteSize, Context, Effect, Layer } from "effect"
@@ -125,13 +127,106 @@ export interface TlsMaterial {
   readonly key: Buffer
 }
 
-const nodeServer = (config: ResolvedConfig, service: ServiceId, tls: TlsMaterial | undefined) => {
-  const { host, port } = config.listeners[service]
-  if (service === "admin-api") {
-    return NodeHttpServer.layer(() => https.createServer({ ...serverOptions, ...tls }), { host, port })
-  }
-  return NodeHttpServer.layer(() => http.createServer(serverOptions), { host, port })
+type NodeServer = http.Server | https.Server
+
+/** Drains the HTTP servers of this process on shutdown (SIGTERM/SIGINT). */
+export interface Drain {
+  /** Tracks `server`'s requests from its first one; answers the server. */
+  readonly track: <S extends NodeServer>(server: S) => S
+  /**
+   * Stops taking requests: the listeners close, every answer not yet started carries
+   * `Connection: close` (its socket closes after it), idle kept-alive sockets close at once and
+   * busy ones as soon as their answer is over. Completes when every connection is gone, or at the
+   * deadline, when the connections left are closed (their requests are cut).
+   */
+  readonly drain: Effect.Effect<void>
 }
+
+/** The drain of this process's servers, shared by every server layer. */
+export class ServerDrain extends Context.Service<ServerDrain, Drain>()("@svc/server/http/ServerDrain") {}
+
+/** A drain whose in-flight requests get at most `timeoutMs` to finish. */
+export const makeDrain = (timeoutMs: number): Drain => {
+  let draining = false
+  const servers = new Map<NodeServer, Set<http.ServerResponse>>()
+
+  const closeAfter = (server: NodeServer, response: http.ServerResponse) => {
+    // Its headers already promised keep-alive: close the socket once the answer is over.
+    response.once("finish", () => setImmediate(() => server.closeIdleConnections()))
+  }
+
+  const track = <S extends NodeServer>(server: S): S => {
+    const inFlight = new Set<http.ServerResponse>()
+    servers.set(server, inFlight)
+    // Prepended: runs before the request handler writes anything.
+    server.prependListener("request", (_request: http.IncomingMessage, response: http.ServerResponse) => {
+      if (draining) {
+        response.shouldKeepAlive = false
+        return
+      }
+      inFlight.add(response)
+      response.once("close", () => inFlight.delete(response))
+    })
+    return server
+  }
+
+  const drainOne = (server: NodeServer, inFlight: Set<http.ServerResponse>, deadline: number) =>
+    new Promise<number>((resolve) => {
+      for (const response of inFlight) {
+        if (response.headersSent) closeAfter(server, response)
+        else response.shouldKeepAlive = false
+      }
+      let timer: NodeJS.Timeout | undefined
+      const done = (cut: number) => {
+        if (timer !== undefined) clearTimeout(timer)
+        resolve(cut)
+      }
+      if (!server.listening) return done(0)
+      server.close(() => done(0))
+      server.closeIdleConnections()
+      timer = setTimeout(
+        () => {
+          const cut = inFlight.size
+          server.closeAllConnections()
+          done(cut)
+        },
+        Math.max(0, deadline - Date.now())
+      )
+    })
+
+  const drain = Effect.gen(function* () {
+    if (draining) return
+    draining = true
+    const inFlight = [...servers.values()].reduce((n, set) => n + set.size, 0)
+    yield* Effect.logInfo(`http: draining, ${inFlight} request(s) in flight (deadline ${timeoutMs} ms)`)
+    const deadline = Date.now() + timeoutMs
+    const cut = yield* Effect.promise(() =>
+      Promise.all([...servers.entries()].map(([server, set]) => drainOne(server, set, deadline)))
+    )
+    const total = cut.reduce((n, c) => n + c, 0)
+    if (total > 0) {
+      yield* Effect.logWarning(`http: drain deadline of ${timeoutMs} ms passed; ${total} request(s) cut`)
+    } else {
+      yield* Effect.logInfo("http: drained")
+    }
+  })
+
+  return { track, drain }
+}
+
+const nodeServer = (config: ResolvedConfig, service: ServiceId, tls: TlsMaterial | undefined) =>
+  Layer.unwrap(
+    Effect.map(ServerDrain, (drain) => {
+      const { host, port } = config.listeners[service]
+      if (service === "admin-api") {
+        return NodeHttpServer.layer(() => drain.track(https.createServer({ ...serverOptions, ...tls })), {
+          host,
+          port
+        })
+      }
+      return NodeHttpServer.layer(() => drain.track(http.createServer(serverOptions)), { host, port })
+    })
+  )
 
 /**
  * The port each started service listens on, filled as its server binds: a `port: 0` listener
@@ -170,6 +265,6 @@ export const serverLayer = (config: ResolvedConfig, service: ServiceId, tls: Tls
     Layer.provide(Layer.succeed(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(config.http.maxBodyBytes)))
   )
 
-/** Every selected service's server; requires the shared Authenticator and Health. */
+/** Every selected service's server; requires the shared Authenticator, Health and `ServerDrain`. */
 export const layer = (config: ResolvedConfig, services: ReadonlyArray<ServiceId>, tls: TlsMaterial | undefined) =>
   services.map((service) => serverLayer(config, service, tls)).reduce((all, one) => Layer.merge(all, one), Layer.empty)
