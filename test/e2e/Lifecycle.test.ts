@@ -162,6 +162,40 @@ describe("disconnect-all", () => {
   }, 90_000)
 })
 
+describe("a connection's _disconnect", () => {
+  it("answers a task; a second one while it runs is 409; at its timeout the connection is forced", async () => {
+    const r = resources(svc)
+    const ns = await r.freshNamespace("done")
+    const connector = await r.publishedConnector(ns, {
+      definition: {
+        type: "demo",
+        auth: {
+          type: "oauth2",
+          grant_type: "client_credentials",
+          token_endpoint: `http://127.0.0.1:${hangingPort}/token`,
+          revocation_endpoint: `http://127.0.0.1:${hangingPort}/revoke`,
+          client_auth: "client_secret_post"
+        },
+        proxy: { allowed_hosts: [`127.0.0.1:${hangingPort}`], allow_private_networks: true }
+      }
+    })
+    const connection = await r.connection(connector.id, { credentials: { client_id: "one", client_secret: "s" } })
+    const handle = expectStatus<{ taskId: string; connectionId: string }>(
+      await svc.call("POST", `/api/v1/connections/${connection.id}/_disconnect`, { body: { timeoutSeconds: 2 } }),
+      202
+    )
+    expect(handle.connectionId).toBe(connection.id)
+    expectError(
+      await svc.call("POST", `/api/v1/connections/${connection.id}/_disconnect`),
+      409,
+      "operation_in_progress"
+    )
+    const done = await ended(handle.taskId)
+    expect(done).toMatchObject({ type: "disconnect", state: "completed", progress: { total: 1, done: 0 } })
+    expectError(await svc.call("GET", `/api/v1/connections/${connection.id}`), 404, "not_found")
+  }, 60_000)
+})
+
 describe("archive", () => {
   it("prepares the versions, disconnects every connection, archives every version; no new connections", async () => {
     const r = resources(svc)

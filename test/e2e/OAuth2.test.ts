@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import {
   type ConnectionBody,
   type ErrorBody,
+  eventually,
   expectError,
   expectStatus,
   launch,
@@ -296,13 +297,16 @@ describe("authorization code with PKCE (issue 5)", () => {
   it("revokes the tokens at the provider on disconnect", async () => {
     const id = await connectNew()
     const before = provider.revocations().length
-    const result = expectStatus<{
-      connection: ConnectionBody
-      revocations: ReadonlyArray<{ kind: string; result: string }>
-    }>(await svc.call("POST", `/api/v1/connections/${id}/_disconnect`, { body: {} }), 200)
-    expect(result.connection.state).toBe("disconnected")
-    expect(result.revocations.map((x) => x.kind)).toEqual(["refresh_token", "access_token"])
-    expect(result.revocations.every((x) => x.result === "success")).toBe(true)
+    const handle = expectStatus<{ taskId: string; connectionId: string }>(
+      await svc.call("POST", `/api/v1/connections/${id}/_disconnect`, { body: {} }),
+      202
+    )
+    expect(handle.connectionId).toBe(id)
+    const task = await eventually(
+      async () => expectStatus<{ state: string }>(await svc.call("GET", `/api/v1/tasks/${handle.taskId}`), 200),
+      (body) => body.state !== "active"
+    )
+    expect(task).toMatchObject({ type: "disconnect", state: "completed", progress: { total: 1, done: 1 } })
     const seen = provider.revocations().slice(before)
     expect(seen.map((x) => x.tokenTypeHint)).toEqual(["refresh_token", "access_token"])
     expect(seen[0]?.tokenKind).toBe("refresh_token")

@@ -31,7 +31,13 @@ export type DisconnectAllOutcome = typeof DisconnectAllOutcome.Type
  * the credentials, `disconnected`, soft delete) before `deadline`; fails with the reason.
  */
 export const DisconnectConnectionWorkflow = Workflow.make(DisconnectConnectionWorkflowName, {
-  payload: { taskId: Schema.String, connectionId: Schema.String, deadline: EpochMillis },
+  payload: {
+    taskId: Schema.String,
+    connectionId: Schema.String,
+    deadline: EpochMillis,
+    /** The run is its own task (`_disconnect`, not a disconnect-all's child): it ends the task, forcing the connection at the deadline. */
+    finishTask: Schema.optionalKey(Schema.Boolean)
+  },
   success: Schema.Literals(["disconnected", "gone"]),
   error: Schema.String,
   idempotencyKey: ({ taskId, connectionId }) => `${taskId}:${connectionId}`

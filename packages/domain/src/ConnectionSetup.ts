@@ -117,9 +117,3 @@ export const RevocationOutcome = Schema.Struct({
 })
 export type RevocationOutcome = typeof RevocationOutcome.Type
 
-/** The answer of `_disconnect`: the connection (now `disconnected`) and what revocation did. */
-export const DisconnectResult = Schema.Struct({
-  connection: Connection,
-  revocations: Schema.Array(RevocationOutcome)
-})
-export type DisconnectResult = typeof DisconnectResult.Type

@@ -63,3 +63,6 @@ export const DisconnectConnectionActivity = "core.connection.disconnect.run.v1"
 
 /** Ends a lifecycle task (its state, error and lock) once its workflow has finished. */
 export const TaskFinishActivity = "core.task.finish.v1"
+
+/** A `_disconnect` run whose deadline passed: the connection is forced to `disconnected`. */
+export const DisconnectConnectionForceActivity = "core.connection.disconnect.force.v1"

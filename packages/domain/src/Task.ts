@@ -6,7 +6,7 @@
 import { Schema } from "effect"
 
 /** What a task does. */
-export const TaskType = Schema.Literals(["disconnect_all", "archive"])
+export const TaskType = Schema.Literals(["disconnect_all", "archive", "disconnect"])
 export type TaskType = typeof TaskType.Type
 
 /**
@@ -42,6 +42,10 @@ export const StartLifecycle = Schema.Struct({
   )
 })
 export type StartLifecycle = typeof StartLifecycle.Type
+
+/** The 202 answer of `POST /api/v1/connections/{id}/_disconnect`. */
+export const ConnectionTaskHandle = Schema.Struct({ taskId: Schema.String, connectionId: Schema.String })
+export type ConnectionTaskHandle = typeof ConnectionTaskHandle.Type
 
 /** The 202 answer of `_disconnectAll` and `_archive` (spec 4.5). */
 export const ConnectorTaskHandle = Schema.Struct({ taskId: Schema.String, connectorId: Schema.String })

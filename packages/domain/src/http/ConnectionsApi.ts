@@ -4,7 +4,6 @@ import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/ht
 import { Connection, ConnectionState, CreateConnection, ReplaceCredentials, UpdateConnection } from "../Connection.ts"
 import {
   DisconnectConnection,
-  DisconnectResult,
   InitiateConnection,
   Reauthorize,
   SetupProgress,
@@ -13,6 +12,7 @@ import {
 import { BadGateway, GatewayTimeout, ServiceUnavailable } from "../Errors.ts"
 import { Page } from "../Resource.ts"
 import { optionalBody } from "../StrictInput.ts"
+import { ConnectionTaskHandle } from "../Task.ts"
 import { listQuery, permission, resourceErrors } from "./Endpoints.ts"
 import { Authentication, RequiredPermission } from "./Security.ts"
 
@@ -108,13 +108,13 @@ export class ConnectionsApi extends HttpApiGroup.make("connections")
     HttpApiEndpoint.post("disconnect", "/api/v1/connections/:id/_disconnect", {
       params,
       payload: optionalBody(DisconnectConnection),
-      success: DisconnectResult,
+      success: ConnectionTaskHandle.pipe(HttpApiSchema.status(202)),
       error: resourceErrors
     })
       .annotate(RequiredPermission, permission("connections", "disconnect"))
       .annotate(
         OpenApi.Description,
-        "Disconnects a connection: revokes its OAuth2 tokens at the provider (RFC 7009, when the connector names a revocation endpoint; a failed revocation is reported and does not stop the disconnect), deletes its credentials and soft-deletes it."
+        "Starts a durable disconnect of the connection and answers the task to poll at /api/v1/tasks/{taskId}: it revokes the OAuth2 tokens at the provider (RFC 7009, when the connector names a revocation endpoint; a failed revocation is logged and does not stop the disconnect), deletes the credentials and soft-deletes the connection. When timeoutSeconds (default 600) passes first, the connection is forced to disconnected. 409 operation_in_progress while a disconnect of it runs."
       )
   )
   .middleware(Authentication)

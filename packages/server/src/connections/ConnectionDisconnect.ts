@@ -2,14 +2,13 @@
  * Disconnecting one connection (spec 3.1): it goes `disconnecting`, its OAuth2 tokens are revoked
  * at the provider (RFC 7009; the refresh token first, then the access token, when the connector
  * names a `revocation_endpoint`), its credentials are erased and it is soft-deleted as
- * `disconnected`. A failed revocation never stops the disconnect: it is reported in the answer and
- * logged (spec 3.1 "the third-party token revocation may have failed"), never with a token.
+ * `disconnected`. A failed revocation never stops the disconnect: it is logged (spec 3.1 "the
+ * third-party token revocation may have failed"), never with a token. The work runs in durable
+ * tasks (`worker/LifecycleLive.ts`).
  */
-import type { DisconnectResult, RevocationKind, RevocationOutcome } from "@svc/domain/ConnectionSetup"
+import type { RevocationKind, RevocationOutcome } from "@svc/domain/ConnectionSetup"
 import type { StoredCredentials } from "@svc/domain/ConnectorAuth"
 import type { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
-import type { AuthenticatedActor } from "@svc/domain/http/Security"
-import type { ConnectionId } from "@svc/domain/Ids"
 import { ConnectionRepo } from "@svc/sql/ConnectionRepo"
 import type { ConnectionRow } from "@svc/sql/Rows"
 import { Clock, Context, Effect, Layer, Option } from "effect"
@@ -23,19 +22,17 @@ import { revokeToken } from "../oauth/Revocation.ts"
 import { Outbound } from "../outbound/Outbound.ts"
 import { ConnectionChanges } from "../resources/ConnectionChanges.ts"
 import { ConnectorDefinitions } from "../resources/ConnectorDefinitions.ts"
-import * as Present from "../resources/Presenters.ts"
 import * as Kinds from "../resources/ResourceKinds.ts"
-import { type ResourceError, ResourceOps } from "../resources/ResourceOps.ts"
-import { redactConfiguration } from "../resources/SetupConfiguration.ts"
+import { ResourceOps } from "../resources/ResourceOps.ts"
 
 /** Disconnects connections. */
 export class ConnectionDisconnect extends Context.Service<
   ConnectionDisconnect,
   {
-    readonly disconnect: (actor: AuthenticatedActor, id: ConnectionId) => Effect.Effect<DisconnectResult, ResourceError>
     /**
-     * The same for durable work (a disconnect-all's child): no actor, no permission check;
-     * `gone` when the connection is already deleted or disconnected (a re-run does nothing).
+     * Disconnects connection `id` (the work of a `_disconnect` task or a disconnect-all's child;
+     * the caller checked permissions): `gone` when it is already deleted or disconnected (a re-run
+     * does nothing).
      */
     readonly disconnectById: (id: string) => Effect.Effect<"disconnected" | "gone">
   }
@@ -141,22 +138,7 @@ export class ConnectionDisconnect extends Context.Service<
         return "disconnected" as const
       })
 
-      const disconnect = Effect.fn("ConnectionDisconnect.disconnect")(function* (
-        actor: AuthenticatedActor,
-        id: ConnectionId
-      ) {
-        const row = yield* ops.load(actor, Kinds.connections, id, "disconnect")
-        const definition = yield* definitions.get(row.connectorId, row.connectorVersion)
-        const configuration = yield* secrets.configuration(row)
-        const revocations = yield* end(row, definition)
-        const connection = Present.connection(
-          { ...row, state: "disconnected", setupStepId: null },
-          redactConfiguration(definition, configuration)
-        )
-        return { connection, revocations } satisfies DisconnectResult
-      })
-
-      return ConnectionDisconnect.of({ disconnect, disconnectById })
+      return ConnectionDisconnect.of({ disconnectById })
     })
   )
 }

@@ -1,15 +1,17 @@
 /**
  * Connector lifecycle starts and task polling (spec 3.3, 4.5, 8.1; API-CONVENTIONS "Tasks and
- * notifications"): `_disconnectAll` and `_archive` record a task (its lock refuses a second run
+ * notifications"): `_disconnectAll`, `_archive` and a connection's `_disconnect` record a task (its lock refuses a second run
  * on the same connector while one is active: 409 `operation_in_progress`), start the durable
  * workflow through this process's cluster membership without waiting, and answer 202 with the
  * task handle; `GET /tasks/{taskId}` shows a task only to the actor that started it.
  */
-import { ArchiveWorkflow, DisconnectAllWorkflow } from "@svc/cluster/LifecycleWorkflows"
+import { ArchiveWorkflow, DisconnectAllWorkflow, DisconnectConnectionWorkflow } from "@svc/cluster/LifecycleWorkflows"
+import type { DisconnectConnection } from "@svc/domain/ConnectionSetup"
 import { Conflict, NotFound } from "@svc/domain/Errors"
 import type { AuthenticatedActor } from "@svc/domain/http/Security"
 import { makeId } from "@svc/domain/Ids"
 import {
+  type ConnectionTaskHandle,
   type ConnectorTaskHandle,
   defaultLifecycleTimeoutSeconds,
   type StartLifecycle,
@@ -28,6 +30,11 @@ const inProgress = (connectorId: string) =>
     code: "operation_in_progress"
   })
 
+const taskTypes: ReadonlyArray<TaskType> = ["disconnect_all", "archive", "disconnect"]
+
+/** A stored task's type (rows are written by this module only). */
+const taskTypeOf = (type: string): TaskType => taskTypes.find((known) => known === type) ?? "disconnect_all"
+
 const notFound = (taskId: string) => new NotFound({ error: `task ${taskId} not found`, code: "not_found" })
 
 export class Lifecycle extends Context.Service<
@@ -45,6 +52,12 @@ export class Lifecycle extends Context.Service<
       connectorId: string,
       body: StartLifecycle
     ) => Effect.Effect<ConnectorTaskHandle, ResourceError>
+    /** `POST /api/v1/connections/{id}/_disconnect`. */
+    readonly disconnect: (
+      actor: AuthenticatedActor,
+      connectionId: string,
+      body: DisconnectConnection
+    ) => Effect.Effect<ConnectionTaskHandle, ResourceError>
     /** `GET /api/v1/tasks/{taskId}`. */
     readonly task: (actor: AuthenticatedActor, taskId: string) => Effect.Effect<Task, ResourceError>
   }
@@ -56,6 +69,27 @@ export class Lifecycle extends Context.Service<
         const ops = yield* ResourceOps
         const tasks = yield* TaskRepo
         const context = yield* Effect.context<WorkflowEngine.WorkflowEngine>()
+
+        /** Starts a task's workflow without waiting; one that cannot start ends its task failed (freeing its lock). */
+        const launch = (
+          taskId: string,
+          what: string,
+          started: Effect.Effect<string, never, WorkflowEngine.WorkflowEngine>
+        ) =>
+          started.pipe(
+            Effect.provide(context),
+            Effect.asVoid,
+            Effect.catchCause((cause) =>
+              Effect.andThen(
+                Effect.logError(`could not start the ${what}`, cause),
+                Effect.orDie(
+                  Effect.flatMap(Clock.currentTimeMillis, (at) =>
+                    tasks.finish(taskId, "failed", "the workflow could not be started", new Date(at))
+                  )
+                )
+              )
+            )
+          )
 
         const start = (type: TaskType, verb: string) =>
           Effect.fnUntraced(function* (actor: AuthenticatedActor, connectorId: string, body: StartLifecycle) {
@@ -81,26 +115,55 @@ export class Lifecycle extends Context.Service<
               })
             )
             if (created === "Locked") return yield* inProgress(connector.id)
-            const started =
+            yield* launch(
+              taskId,
+              `${type} of connector ${connector.id}`,
               type === "archive"
                 ? ArchiveWorkflow.execute(payload, { discard: true })
                 : DisconnectAllWorkflow.execute({ ...payload, finishTask: true }, { discard: true })
-            yield* started.pipe(
-              Effect.provide(context),
-              Effect.catchCause((cause) =>
-                // Never started: the task ends failed and frees its lock.
-                Effect.andThen(
-                  Effect.logError(`could not start ${type} of connector ${connector.id}`, cause),
-                  Effect.orDie(
-                    Effect.flatMap(Clock.currentTimeMillis, (at) =>
-                      tasks.finish(taskId, "failed", "the workflow could not be started", new Date(at))
-                    )
-                  )
-                )
-              )
             )
             return { taskId, connectorId: connector.id }
           })
+
+        const disconnect = Effect.fn("Lifecycle.disconnect")(function* (
+          actor: AuthenticatedActor,
+          connectionId: string,
+          body: DisconnectConnection
+        ) {
+          const connection = yield* ops.load(actor, Kinds.connections, connectionId, "disconnect")
+          const now = yield* Clock.currentTimeMillis
+          const taskId = makeId("tsk")
+          const payload = {
+            taskId,
+            connectionId: connection.id,
+            deadline: now + (body.timeoutSeconds ?? defaultLifecycleTimeoutSeconds) * 1000,
+            finishTask: true
+          }
+          const created = yield* Effect.orDie(
+            tasks.create({
+              id: taskId,
+              type: "disconnect",
+              actorId: actor.id,
+              subjectId: connection.id,
+              lockKey: `connection:${connection.id}`,
+              executionId: yield* DisconnectConnectionWorkflow.executionId(payload),
+              now: new Date(now)
+            })
+          )
+          if (created === "Locked") {
+            return yield* new Conflict({
+              error: `a disconnect of connection ${connection.id} is running; poll its task`,
+              code: "operation_in_progress"
+            })
+          }
+          yield* Effect.orDie(tasks.setTotal(taskId, 1, new Date(now)))
+          yield* launch(
+            taskId,
+            `disconnect of connection ${connection.id}`,
+            DisconnectConnectionWorkflow.execute(payload, { discard: true })
+          )
+          return { taskId, connectionId: connection.id }
+        })
 
         const task = Effect.fn("Lifecycle.task")(function* (actor: AuthenticatedActor, taskId: string) {
           const found = yield* Effect.orDie(tasks.find(taskId))
@@ -109,7 +172,7 @@ export class Lifecycle extends Context.Service<
           const row = found.value
           return {
             id: row.id,
-            type: row.type === "archive" ? "archive" : "disconnect_all",
+            type: taskTypeOf(row.type),
             state: row.state,
             createdAt: row.createdAt.toISOString(),
             updatedAt: row.updatedAt.toISOString(),
@@ -123,6 +186,7 @@ export class Lifecycle extends Context.Service<
         return Lifecycle.of({
           disconnectAll: start("disconnect_all", "disconnect_all"),
           archive: start("archive", "archive"),
+          disconnect,
           task
         })
       })

@@ -3,14 +3,14 @@ import { AdminApiV1, ApiV1, PublicApi } from "@svc/domain/http/Apis"
 import type { ConnectionsApi } from "@svc/domain/http/ConnectionsApi"
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { ConnectionDisconnect } from "../connections/ConnectionDisconnect.ts"
+import { Lifecycle } from "../connections/Lifecycle.ts"
 import { Connections } from "../connections/Connections.ts"
 import { ConnectionSetup } from "../connections/ConnectionSetup.ts"
 import { withConnection } from "./ResourceIds.ts"
 import { withActor } from "./WithActor.ts"
 
 const handlers = (h: HttpApiBuilder.Handlers.FromGroup<typeof ConnectionsApi>) =>
-  Effect.map(Effect.all([Connections, ConnectionSetup, ConnectionDisconnect]), ([svc, setup, disconnects]) =>
+  Effect.map(Effect.all([Connections, ConnectionSetup, Lifecycle]), ([svc, setup, lifecycle]) =>
     h
       .handle("create", ({ payload }) => withActor((a) => svc.create(a, payload)))
       .handle("list", ({ query }) =>
@@ -29,7 +29,9 @@ const handlers = (h: HttpApiBuilder.Handlers.FromGroup<typeof ConnectionsApi>) =
       .handle("reauthorize", ({ params, payload }) =>
         withConnection(params.id, (a, id) => setup.reauthorize(a, id, payload.returnToUrl))
       )
-      .handle("disconnect", ({ params }) => withConnection(params.id, (a, id) => disconnects.disconnect(a, id)))
+      .handle("disconnect", ({ params, payload }) =>
+        withConnection(params.id, (a, id) => lifecycle.disconnect(a, id, payload))
+      )
   )
 
 export const ApiConnectionsHttp = HttpApiBuilder.group(ApiV1, "connections", handlers)

@@ -22,8 +22,11 @@ import {
   DisconnectAllForceActivity,
   DisconnectAllListActivity,
   DisconnectConnectionActivity,
+  DisconnectConnectionForceActivity,
   TaskFinishActivity
 } from "@svc/domain/DurableNames"
+import type { ConnectionId } from "@svc/domain/Ids"
+import { ConnectionRepo } from "@svc/sql/ConnectionRepo"
 import { TaskRepo } from "@svc/sql/TaskRepo"
 import { Cause, Clock, Duration, Effect, Layer, Option, Schema } from "effect"
 import { Activity } from "effect/workflow"
@@ -50,8 +53,13 @@ const finishTask = (taskId: string, outcome: DisconnectAllOutcome | { readonly f
     })
   })
 
-const childWorkflow = DisconnectConnectionWorkflow.toLayer(
-  Effect.fnUntraced(function* (payload) {
+const childWorkflow = DisconnectConnectionWorkflow.toLayer((payload) =>
+  payload.finishTask === true ? disconnectAsTask(payload) : disconnectOne(payload)
+)
+
+/** One connection's disconnect before the deadline (journaled: a resumed run does not repeat it). */
+function disconnectOne(payload: { readonly taskId: string; readonly connectionId: string; readonly deadline: number }) {
+  return Effect.gen(function* () {
     const disconnects = yield* ConnectionDisconnect
     const tasks = yield* TaskRepo
     return yield* Activity.make({
@@ -72,7 +80,37 @@ const childWorkflow = DisconnectConnectionWorkflow.toLayer(
       })
     })
   })
-)
+}
+
+/**
+ * `_disconnect` as a task: the disconnect, and when the deadline passes first the connection is
+ * forced to `disconnected` (local state terminal, as for a disconnect-all); the task completes.
+ */
+function disconnectAsTask(payload: {
+  readonly taskId: string
+  readonly connectionId: string
+  readonly deadline: number
+}) {
+  return asTask(
+    payload.taskId,
+    Effect.gen(function* () {
+      const repo = yield* ConnectionRepo
+      const failure = yield* disconnectOne(payload).pipe(
+        Effect.as(undefined),
+        Effect.catch((error: string) => Effect.succeed(error))
+      )
+      if (failure === undefined) return { total: 1, forced: 0 } satisfies DisconnectAllOutcome
+      yield* Activity.make({
+        name: DisconnectConnectionForceActivity,
+        execute: Effect.flatMap(nowDate, (now) =>
+          Effect.orDie(repo.markDisconnected(payload.connectionId as ConnectionId, now))
+        )
+      })
+      yield* Effect.logWarning(`disconnect of connection ${payload.connectionId} forced (${failure})`)
+      return { total: 1, forced: 1, reason: failure } satisfies DisconnectAllOutcome
+    })
+  ).pipe(Effect.as("disconnected" as const))
+}
 
 /** The body of a disconnect-all: list, children until the deadline, force the rest when needed. */
 const disconnectAll = (payload: { readonly taskId: string; readonly connectorId: string; readonly deadline: number }) =>
