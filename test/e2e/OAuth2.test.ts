@@ -314,6 +314,47 @@ describe("authorization code with PKCE (issue 5)", () => {
   })
 })
 
+describe("connector lifecycle against the real provider (issue 17)", () => {
+  it("archive revokes every connection's tokens at the provider, then archives the connector", async () => {
+    const connector = await r.publishedConnector(ns, {
+      name: `archived-${Math.random().toString(36).slice(2, 8)}`,
+      definition: expectStatus<{ definition: unknown }>(
+        await svc.call("GET", `/api/v1/connectors/${connectorId}/versions/1`),
+        200
+      ).definition
+    })
+    const ids: Array<string> = []
+    for (let i = 0; i < 3; i++) {
+      const started = await initiate({ connectorId: connector.id })
+      const { back } = await authorize(started.next.url ?? "")
+      expect(back.searchParams.get("status"), back.toString()).toBe("configured")
+      ids.push(started.connection.id)
+    }
+    const before = provider.revocations().length
+    const handle = expectStatus<{ taskId: string }>(
+      await svc.call("POST", `/api/v1/connectors/${connector.id}/_archive`, { body: { timeoutSeconds: 60 } }),
+      202
+    )
+    const task = await eventually(
+      async () => expectStatus<{ state: string }>(await svc.call("GET", `/api/v1/tasks/${handle.taskId}`), 200),
+      (body) => body.state !== "active"
+    )
+    expect(task).toMatchObject({ type: "archive", state: "completed", progress: { total: 3, done: 3 } })
+    const seen = provider.revocations().slice(before)
+    // Each connection: its refresh token and its access token, each revoked once.
+    expect(seen.map((x) => x.tokenTypeHint).sort()).toEqual([
+      "access_token",
+      "access_token",
+      "access_token",
+      "refresh_token",
+      "refresh_token",
+      "refresh_token"
+    ])
+    for (const id of ids) expectError(await svc.call("GET", `/api/v1/connections/${id}`), 404, "not_found")
+    expect(provider.serverErrors()).toEqual([])
+  }, 120_000)
+})
+
 describe("setup without a browser redirect (issue 5)", () => {
   it("walks preconnect, credentials and configure forms, then the verify probe", async () => {
     upstream.route("/verify", (request) =>
