@@ -4,7 +4,7 @@ import type { RequestEvent } from "@svc/domain/RequestEvent"
 import * as Migrations from "@svc/sql/Migrations"
 import { RequestEventRepo } from "@svc/sql/RequestEventRepo"
 import * as TestDatabase from "@svc/sql/TestDatabase"
-import { Context, Effect, Layer, Logger, Metric, type Scope } from "effect"
+import { Context, Effect, Exit, Layer, Logger, Metric, Scope } from "effect"
 import { SqlClient } from "effect/sql"
 import { ConnectionError, SqlError } from "effect/sql/SqlError"
 import * as fs from "node:fs/promises"
@@ -270,6 +270,76 @@ layer(Db, { timeout: "60 seconds", excludeTestServices: true })("RequestEventSin
         assert.deepStrictEqual(second, { pending: 0, written: 7, dropped: 0, spooled: 0, failedFlushes: 0 })
         assert.strictEqual(yield* stored("req_restart"), 7)
         assert.deepStrictEqual(yield* spoolFiles(dir), [])
+      })
+    )
+  )
+
+  it.effect("every recorded event is journalled at once; a killed process's journal is replayed by the next", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const dir = yield* tempDir
+        const control: Control = { down: false, batches: [] }
+        // The first sink never writes (its pass is an hour away) and is never closed: a kill.
+        const killed = yield* Scope.make()
+        const first = Context.get(
+          yield* Layer.buildWithScope(
+            RequestEventSink.layerAt(dir, { flushInterval: "1 hour" }).pipe(Layer.provide(switchable(control))),
+            killed
+          ),
+          RequestEventSink
+        )
+        for (const e of events("req_killed", 9)) first.record(e)
+        const journals = yield* spoolFiles(dir, "journal-")
+        assert.strictEqual(journals.length, 1)
+        const lines = yield* Effect.promise(() => fs.readFile(path.join(dir, journals[0] as string), "utf8"))
+        assert.strictEqual(lines.trim().split("\n").length, 9)
+        assert.strictEqual(yield* stored("req_killed"), 0)
+
+        // The next process (the same pid here, another instance) adopts the journal and stores it.
+        const second = yield* captureLogs(
+          withSink(control, dir, fast, (sink) =>
+            Effect.gen(function* () {
+              yield* eventually("9 replayed", () => sink.stats().written === 9)
+              return sink.stats()
+            })
+          )
+        )
+        assert.include(second.log, "1 journal file(s) of a stopped process will be replayed")
+        assert.deepStrictEqual(second.result, { pending: 0, written: 9, dropped: 0, spooled: 0, failedFlushes: 0 })
+        assert.strictEqual(yield* stored("req_killed"), 9)
+        // A clean close leaves no journal and no spool behind.
+        assert.deepStrictEqual(yield* spoolFiles(dir, "journal-"), [])
+        assert.deepStrictEqual(yield* spoolFiles(dir), [])
+        yield* Scope.close(killed, Exit.void)
+      })
+    )
+  )
+
+  it.effect("a stored segment of the journal is removed; the journal of a live process is left alone", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const dir = yield* tempDir
+        const control: Control = { down: false, batches: [] }
+        yield* withSink(control, dir, fast, (sink) =>
+          Effect.gen(function* () {
+            for (const e of events("req_segment", 20)) sink.record(e)
+            yield* eventually("20 written", () => sink.stats().written === 20)
+            yield* sink.flush
+            // Only the open segment is left, and it is empty.
+            const journals = yield* spoolFiles(dir, "journal-")
+            assert.strictEqual(journals.length, 1)
+            const text = yield* Effect.promise(() => fs.readFile(path.join(dir, journals[0] as string), "utf8"))
+            assert.strictEqual(text, "")
+            // The journal of another running process (pid 1 is always running) is not adopted.
+            yield* Effect.promise(() =>
+              fs.writeFile(path.join(dir, "journal-000000000000001-1-0000abcd-000001.jsonl"), "", { mode: 0o600 })
+            )
+          })
+        )
+        const second = yield* withSink(control, dir, fast, () => Effect.void)
+        assert.isUndefined(second)
+        assert.deepStrictEqual(yield* spoolFiles(dir, "journal-"), ["journal-000000000000001-1-0000abcd-000001.jsonl"])
+        assert.strictEqual(yield* stored("req_segment"), 20)
       })
     )
   )

@@ -5,7 +5,10 @@
  * the in-memory bound (or a long outage) they go to an on-disk spool that is replayed once the
  * database is back, also on the next start. An event is dropped only when the spool cannot be
  * written either (or the database refuses it outright); drops are counted, logged and exported
- * as `svc.request_events.dropped`. Logs never carry event content.
+ * as `svc.request_events.dropped`. Logs never carry event content. Every recorded event is also
+ * appended at once to a journal file (one `write`, no `fsync`), removed once its events are
+ * stored or spooled: a process that is killed (SIGKILL, OOM) loses none of the events it
+ * recorded; the next process on the data directory replays them.
  */
 import type { RequestEvent } from "@svc/domain/RequestEvent"
 import { RequestEventRepo } from "@svc/sql/RequestEventRepo"
@@ -26,7 +29,7 @@ import {
 import { isSqlError } from "effect/sql/SqlError"
 import * as path from "node:path"
 import { SvcConfig } from "../config/SvcConfig.ts"
-import { makeSpool, SpoolError } from "./RequestEventSpool.ts"
+import { type JournalSegment, makeSpool, SpoolError } from "./RequestEventSpool.ts"
 
 /** Events that reached neither the database nor the spool; asserted 0 in tests. */
 export const droppedEvents = Metric.counter("svc.request_events.dropped", {
@@ -136,6 +139,15 @@ const make = (
     // Files of an earlier run may be waiting; the first pass looks.
     let spoolWaiting = true
     let closed = false
+    // The journal: the open segment and the closed ones, each with the count of events recorded
+    // when it closed; a segment goes once that many events have left the queue (FIFO).
+    let segment: JournalSegment | undefined
+    let segmentEvents = 0
+    const sealed: Array<{ readonly name: string; readonly upTo: number }> = []
+    let recorded = 0
+    let settledTotal = 0
+    let journalBroken = false
+    let journalWarned = false
     const wake = Latch.makeUnsafe(false)
     const lock = Semaphore.makeUnsafe(1)
 
@@ -152,7 +164,48 @@ const make = (
         return
       }
       queue.push(event)
+      recorded++
+      if (segment !== undefined) {
+        if (spool.journal(segment, event)) segmentEvents++
+        else {
+          seal()
+          journalBroken = true
+        }
+      }
       if ((failures === 0 && queue.length >= batchSize) || queue.length >= maxPending) wake.openUnsafe()
+    }
+
+    const seal = () => {
+      if (segment === undefined) return
+      spool.closeJournal(segment)
+      sealed.push({ name: segment.name, upTo: recorded })
+      segment = undefined
+    }
+
+    /** Starts a new segment (the writer does at each pass, so a segment holds about one pass). */
+    const rotate = Effect.suspend(() => {
+      if (segment !== undefined && segmentEvents === 0) return Effect.void
+      seal()
+      segmentEvents = 0
+      if (!closed) segment = spool.openJournal()
+      if ((segment === undefined && !closed) || journalBroken) {
+        journalBroken = false
+        if (!journalWarned) {
+          journalWarned = true
+          return Effect.logWarning(
+            `request events: the journal in ${spoolDir} cannot be written; events not yet stored are lost if the process is killed`
+          )
+        }
+      }
+      return Effect.void
+    })
+
+    /** Counts `count` events as gone from the queue and removes the segments they emptied. */
+    const settle = (count: number) => {
+      settledTotal += count
+      while (sealed.length > 0 && (sealed[0] as { readonly upTo: number }).upTo <= settledTotal) {
+        spool.dropJournal((sealed.shift() as { readonly name: string }).name)
+      }
     }
 
     const reachable = Effect.map(Effect.exit(repo.ping), Exit.isSuccess)
@@ -213,6 +266,7 @@ const make = (
           Effect.onInterrupt(() => Effect.sync(() => queue.unshift(...batch))),
           Effect.ensuring(Effect.sync(() => (inFlight = 0)))
         )
+        settle(settled)
         if (settled < batch.length) {
           queue.unshift(...batch.slice(settled))
           return false
@@ -261,6 +315,7 @@ const make = (
       const events = queue
       queue = []
       const exit = yield* Effect.exit(spool.append(events))
+      settle(events.length)
       if (Exit.isSuccess(exit)) {
         spooled += events.length
         spoolWaiting = true
@@ -310,6 +365,7 @@ const make = (
      */
     const pass = lock.withPermits(1)(
       Effect.gen(function* () {
+        yield* rotate
         const now = yield* Clock.currentTimeMillis
         if ((failures === 0 || now >= retryAt) && (queue.length > 0 || spoolWaiting)) {
           const ok = yield* attempt
@@ -322,6 +378,7 @@ const make = (
 
     const flush = lock.withPermits(1)(
       Effect.gen(function* () {
+        yield* rotate
         if (!(yield* attempt)) yield* spill
       })
     )
@@ -336,6 +393,18 @@ const make = (
     if (Exit.isFailure(created)) {
       yield* Effect.logWarning(
         `request events: cannot create the spool ${spoolDir} (${reasonOf(created.cause)}); an outage can only be buffered in memory`
+      )
+    }
+    // Journals of a process that was killed become spool files, replayed by the first pass.
+    const adopted = yield* Effect.exit(spool.adoptJournals)
+    if (Exit.isSuccess(adopted) && adopted.value > 0) {
+      yield* Effect.logInfo(`request events: ${adopted.value} journal file(s) of a stopped process will be replayed`)
+    }
+    segment = spool.openJournal()
+    if (segment === undefined) {
+      journalWarned = true
+      yield* Effect.logWarning(
+        `request events: cannot open a journal in ${spoolDir}; events not yet stored are lost if the process is killed`
       )
     }
 
@@ -356,6 +425,9 @@ const make = (
         yield* closingFlush
         closed = true
         if (queue.length > 0) yield* closingFlush
+        // Everything is stored or spooled: the last segment goes too.
+        seal()
+        settle(0)
         yield* Effect.logInfo(`request events: ${written} written, ${dropped} dropped, ${spooled} spooled`)
       })
     )

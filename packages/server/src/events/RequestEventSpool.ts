@@ -2,7 +2,9 @@
  * The on-disk spool of the request-event buffer (SECURITY.md "Nothing lost"): append-only JSON
  * lines files, owner-only, written when the app-metrics database cannot take events and
  * replayed (then removed) once it can. Events the database refuses outright go to
- * `rejected-*.jsonl` files, which are kept for inspection and never replayed.
+ * `rejected-*.jsonl` files, which are kept for inspection and never replayed. The journal
+ * (`journal-*.jsonl`) holds every event as it is recorded, so a killed process loses none: a
+ * later process turns the journals of a process that is gone into spool files.
  */
 import { RequestEvent } from "@svc/domain/RequestEvent"
 import { Data, Effect, Option, Schema } from "effect"
@@ -36,11 +38,36 @@ const toLines = (events: ReadonlyArray<RequestEvent>): string => events.map((e) 
 
 const isMissing = (error: SpoolError) => error.code === "ENOENT"
 
+/** An open journal segment: its file name and descriptor. */
+export interface JournalSegment {
+  readonly name: string
+  readonly fd: number
+}
+
+/** The pid of a journal file name (`journal-<ms>-<pid>-<instance>-<seq>.jsonl`), if it is one. */
+const journalPid = (name: string): number | undefined => {
+  const match = /^journal-\d+-(\d+)-[0-9a-f]+-\d+\.jsonl$/.exec(name)
+  return match === null ? undefined : Number(match[1])
+}
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return codeOf(error) === "EPERM"
+  }
+}
+
 /** The spool of one directory. File names sort oldest first. */
 export const makeSpool = (dir: string) => {
   let sequence = 0
-  const fileName = (kind: "spool" | "rejected") =>
-    `${kind}-${String(Date.now()).padStart(15, "0")}-${process.pid}-${String(++sequence).padStart(6, "0")}.jsonl`
+  /** Tells this process's journals from those of an earlier process with the same pid. */
+  const instance = Math.floor(Math.random() * 0xffffffff)
+    .toString(16)
+    .padStart(8, "0")
+  const stamp = () => `${String(Date.now()).padStart(15, "0")}-${process.pid}`
+  const fileName = (kind: "spool" | "rejected") => `${kind}-${stamp()}-${String(++sequence).padStart(6, "0")}.jsonl`
 
   const write = async (file: string, events: ReadonlyArray<RequestEvent>) => {
     const handle = await fsp.open(path.join(dir, file), "a", 0o600)
@@ -97,7 +124,73 @@ export const makeSpool = (dir: string) => {
           return { events, unreadable }
         })
       ),
-    remove: (file: string) => attempt("remove", () => fsp.rm(path.join(dir, file), { force: true })).pipe(Effect.asVoid)
+    remove: (file: string) =>
+      attempt("remove", () => fsp.rm(path.join(dir, file), { force: true })).pipe(Effect.asVoid),
+    /** Opens a new journal segment (blocking, owner-only); undefined when it cannot be created. */
+    openJournal: (): JournalSegment | undefined => {
+      const name = `journal-${stamp()}-${instance}-${String(++sequence).padStart(6, "0")}.jsonl`
+      try {
+        return { name, fd: fs.openSync(path.join(dir, name), "a", 0o600) }
+      } catch {
+        return undefined
+      }
+    },
+    /**
+     * Appends one event to a segment: one `write`, no `fsync` — it survives the process being
+     * killed, not the machine losing power. False when the write failed.
+     */
+    journal: (segment: JournalSegment, event: RequestEvent): boolean => {
+      try {
+        fs.writeSync(segment.fd, `${JSON.stringify(event)}\n`)
+        return true
+      } catch {
+        return false
+      }
+    },
+    /** Closes a segment's descriptor. */
+    closeJournal: (segment: JournalSegment): void => {
+      try {
+        fs.closeSync(segment.fd)
+      } catch {
+        // Already closed.
+      }
+    },
+    /** Removes a closed segment whose events are all stored or spooled. */
+    dropJournal: (name: string): void => {
+      try {
+        fs.rmSync(path.join(dir, name), { force: true })
+      } catch {
+        // Replaying it again later is harmless: inserts skip stored ids.
+      }
+    },
+    /**
+     * Turns the journals of processes that are gone (not running, or an earlier process that had
+     * this pid) into spool files, replayed like any other; answers how many.
+     */
+    adoptJournals: attempt("list", () => fsp.readdir(dir)).pipe(
+      Effect.catchIf(isMissing, () => Effect.succeed<Array<string>>([])),
+      Effect.flatMap((names) =>
+        Effect.tryPromise({
+          try: async () => {
+            let adopted = 0
+            for (const name of names) {
+              const pid = journalPid(name)
+              if (pid === undefined || name.includes(`-${instance}-`)) continue
+              if (pid !== process.pid && alive(pid)) continue
+              const target = `spool-${name.slice("journal-".length)}`
+              try {
+                await fsp.rename(path.join(dir, name), path.join(dir, target))
+                adopted++
+              } catch {
+                // Another process adopted it first.
+              }
+            }
+            return adopted
+          },
+          catch: (cause) => new SpoolError({ operation: "list", code: codeOf(cause) })
+        })
+      )
+    )
   }
 }
 
