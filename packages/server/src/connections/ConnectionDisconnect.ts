@@ -88,6 +88,17 @@ export class ConnectionDisconnect extends Context.Service<
           if (stored.token.refresh_token !== undefined) tokens.push(["refresh_token", stored.token.refresh_token])
           tokens.push(["access_token", stored.token.access_token])
           const options = endpointOptions(definition, endpoint, config.outbound.allowPrivateNetworks)
+          // Once a refresh token's revocation was sent (whatever came back) the stored credentials
+          // no longer hold it: a disconnect resumed after a crash does not revoke it again.
+          let sealed = row.credentialsEnc
+          const forget = (kind: RevocationKind) =>
+            kind !== "refresh_token" || sealed === null
+              ? Effect.void
+              : Effect.gen(function* () {
+                  const { refresh_token: _, ...token } = stored.token
+                  const next = yield* secrets.sealCredentials(row, { ...stored, token })
+                  if (yield* Effect.orDie(repo.swapCredentials(row.id, sealed, next, yield* now))) sealed = next
+                })
           return yield* Effect.forEach(tokens, ([kind, token]) =>
             (client === undefined
               ? Effect.succeed<RevocationOutcome>({ kind, result: "failure", reason: "client_not_configured" })
@@ -106,6 +117,7 @@ export class ConnectionDisconnect extends Context.Service<
                   )
                 )
             ).pipe(
+              Effect.tap(() => forget(kind)),
               Effect.withSpan("oauth2.revoke", {
                 attributes: { "svc.connection_id": row.id, "svc.oauth2.revocation_kind": kind }
               })
