@@ -1,13 +1,14 @@
 /**
  * The bench's outputs: the fixed-width table printed on stdout and the JSON document written to
- * test/bench/results/latest.json (schema `version: 1`; `sequences`, `streams`, `cluster` and
- * `options.generator` added without a bump).
+ * test/bench/results/latest.json (schema `version: 1`; `sequences`, `streams`, `cluster`,
+ * `lifecycle` and `options.generator` added without a bump).
  */
 import * as fs from "node:fs/promises"
 import * as os from "node:os"
 import * as path from "node:path"
 import { type ClusterReport, formatCluster } from "./Cluster.ts"
 import type { ColdStartResult } from "./ColdStart.ts"
+import { formatLifecycle, type LifecycleReport } from "./Lifecycle.ts"
 import type { SeedResult } from "./ListLatency.ts"
 import type { LoadResult } from "./Load.ts"
 import type { SequenceResult } from "./Sequential.ts"
@@ -142,6 +143,8 @@ export interface BenchReport {
   readonly sequences: ReadonlyArray<SequenceGroupReport>
   /** The cluster group (Cluster.ts); absent when not run. */
   readonly cluster?: ClusterReport
+  /** The lifecycle group (Lifecycle.ts); absent when not run. */
+  readonly lifecycle?: LifecycleReport
 }
 
 export const machineInfo = (): BenchReport["machine"] => ({
@@ -430,6 +433,7 @@ export const formatTable = (report: BenchReport): string => {
   for (const group of report.streams) out.push(...formatStreams(group))
   for (const group of report.sequences) out.push(...formatSequence(group))
   if (report.cluster !== undefined) out.push(...formatCluster(report.cluster))
+  if (report.lifecycle !== undefined) out.push(...formatLifecycle(report.lifecycle))
   return `${out.join("\n")}\n`
 }
 

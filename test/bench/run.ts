@@ -1,9 +1,10 @@
 /**
  * `npm run bench`: start-up times of the embedded default, then every load group, stream group and
- * sequence group of Scenarios.ts, then the cluster group, in one run (`--only` picks some); prints
- * a table on stdout, progress on stderr, and writes test/bench/results/latest.json. A target is
- * started on first use and stopped after the last group that uses it. Loopback only, bounded in
- * time (about 5 min with the defaults; `--max-time`), kills its children on any exit.
+ * sequence group of Scenarios.ts, then the cluster group and the lifecycle group, in one run
+ * (`--only` picks some); prints a table on stdout, progress on stderr, and writes
+ * test/bench/results/latest.json. A target is started on first use and stopped after the last
+ * group that uses it. Loopback only, bounded in time (about 6 min with the defaults;
+ * `--max-time`), kills its children on any exit.
  */
 import * as os from "node:os"
 import { fileURLToPath } from "node:url"
@@ -13,6 +14,7 @@ import { clusterBudgetS, measureCluster } from "./Cluster.ts"
 import { type ColdStartResult, measureColdStart } from "./ColdStart.ts"
 import { onGeneratorCpu } from "./Cpu.ts"
 import { selectGenerator } from "./Generator.ts"
+import { lifecycleBudgetS, measureLifecycle } from "./Lifecycle.ts"
 import { nowMs } from "./Ready.ts"
 import {
   type BenchReport,
@@ -52,13 +54,13 @@ const usage = `usage: node test/bench/run.ts [--duration <s>] [--warmup <s>] [--
   --generator  load generator of the load rows: wrk when installed (auto, the default), or the
                in-process undici one
   --only       comma-separated parts to run, by id: start-up, a load group (ping, proxy), a
-               stream group (proxy-stream), a sequence group (list-connections), cluster
-               (default: all of them)
+               stream group (proxy-stream), a sequence group (list-connections), cluster,
+               lifecycle (default: all of them)
   --max-time   hard cap on the whole run; then everything is killed, exit 124
                (default max(300, 120 + 2 x rows x (duration + warmup) + per stream target
                (20 s per upload + 0.5 s per SSE sample) + 60 + seed / 25 per sequence group
                + 60 when a load group has a PostgreSQL + Redis target + 120 for the cluster
-               group))`
+               group + 120 for the lifecycle group))`
 
 const { values } = parseArgs({
   options: {
@@ -102,7 +104,8 @@ if (only !== undefined) {
   const known = [
     "start-up",
     ...[...allLoadGroups, ...allStreamGroups, ...allSequenceGroups].map((g) => g.id),
-    "cluster"
+    "cluster",
+    "lifecycle"
   ]
   const unknown = [...only].filter((id) => !known.includes(id))
   if (unknown.length > 0 || only.size === 0) fail(`--only: unknown "${unknown.join(",")}"; one of ${known.join(", ")}`)
@@ -113,6 +116,7 @@ const streamGroups = allStreamGroups.filter((g) => selected(g.id))
 const sequenceGroups = allSequenceGroups.filter((g) => selected(g.id))
 const runStartUp = selected("start-up")
 const runCluster = selected("cluster")
+const runLifecycle = selected("lifecycle")
 
 const durationS = generator.seconds(seconds(values.duration, values.quick ? 1 : 5, 60))
 const warmupS = generator.seconds(seconds(values.warmup, values.quick ? 0.5 : 1, 10))
@@ -149,7 +153,8 @@ const defaultCapS = Math.max(
     streamBudgetS +
     sequenceBudgetS +
     productionBudgetS +
-    (runCluster ? clusterBudgetS : 0)
+    (runCluster ? clusterBudgetS : 0) +
+    (runLifecycle ? lifecycleBudgetS : 0)
 )
 const hardCapMs = seconds(values["max-time"], defaultCapS, 3600) * 1000
 const resultsFile = fileURLToPath(new URL("./results/latest.json", import.meta.url))
@@ -409,6 +414,7 @@ const main = async (): Promise<number> => {
     `bench: ${runStartUp ? "start-up; " : ""}${rowCount} load rows, ${durationS} s each after ${warmupS} s warm-up; ` +
       `${streamGroups.length} stream group(s); ${sequenceGroups.length} sequence group(s), seed ${seedCount}; ` +
       (runCluster ? "the cluster group; " : "") +
+      (runLifecycle ? "the lifecycle group; " : "") +
       `hard cap ${hardCapMs / 1000} s`
   )
   progress(`load generator: ${generator.description}`)
@@ -429,6 +435,7 @@ const main = async (): Promise<number> => {
     const streams = await measureStreams()
     const sequences = await measureSequences()
     const cluster = runCluster ? await measureCluster({ quick: values.quick, progress }) : undefined
+    const lifecycle = runLifecycle ? await measureLifecycle({ quick: values.quick, progress }) : undefined
     const report: BenchReport = {
       version: 1,
       startedAt,
@@ -440,7 +447,8 @@ const main = async (): Promise<number> => {
       load,
       streams,
       sequences,
-      ...(cluster === undefined ? {} : { cluster })
+      ...(cluster === undefined ? {} : { cluster }),
+      ...(lifecycle === undefined ? {} : { lifecycle })
     }
     process.stdout.write(formatTable(report))
     await writeJson(resultsFile, report)
@@ -451,7 +459,8 @@ const main = async (): Promise<number> => {
       load.some((row) => broke(row.skipped)) ||
       streams.some((g) => g.rows.some((row) => broke(row.skipped))) ||
       sequences.some((g) => broke(g.skipped)) ||
-      broke(cluster?.skipped)
+      broke(cluster?.skipped) ||
+      broke(lifecycle?.skipped)
     return failed ? 1 : 0
   } finally {
     for (const id of [...running.keys()]) await stopTarget(id)

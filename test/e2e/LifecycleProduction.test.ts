@@ -383,7 +383,8 @@ describe("a worker stopped in the middle of a disconnect-all", () => {
     const stoppedAt = Date.now()
     const code = await victim.process.stop("SIGTERM")
     console.log(
-      `SIGTERM of ${victim.name} (of ${running.map((w) => w.name).join(", ")}) at progress ` +
+      `SIGTERM of ${victim.name} (disconnections logged so far: ` +
+        `${running.map((w) => `${w.name} ${disconnectedBy(w)}`).join(", ")}) at progress ` +
         `${progressed.progress?.done}/${progressed.progress?.total}: exited ${code} after ${Date.now() - stoppedAt} ms`
     )
     const task = await ended(b!, taskId, 120_000)
