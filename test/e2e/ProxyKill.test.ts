@@ -143,7 +143,19 @@ describe("SIGKILL under load", () => {
 
     // The next process on the same data directory stores what the killed one journalled.
     const second = await start()
-    const stored = await eventually(eventCount, (n) => n >= answered, 30_000)
+    // Stored once the count reaches the bound and stays put for a second (the replay is over).
+    let previous = -1
+    const stored = await eventually(
+      async () => {
+        const now = await eventCount()
+        const stable = now === previous && now >= answered - callers
+        previous = now
+        if (!stable) await new Promise((resolve) => setTimeout(resolve, 800))
+        return { now, stable }
+      },
+      (read) => read.stable,
+      30_000
+    ).then((read) => read.now)
     console.log(
       `${answered} answered before SIGKILL, ${storedAtKill} stored at the kill, ${stored} after the restart: ` +
         `${Math.max(0, answered - stored)} lost`
