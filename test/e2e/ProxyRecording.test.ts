@@ -305,6 +305,46 @@ describe("fullRequestRecording: always", () => {
     }
   })
 
+  it("reads each recording back over the API, redacted; 404 across tenants and for an event without one", async () => {
+    for (const p of planted) {
+      for (const event of events.get(p.connectionId) ?? []) {
+        const recording = expectStatus<Recording>(
+          await svc.call("GET", `/api/v1/metrics/request-events/${event.id}/recording`),
+          200
+        )
+        expect(recording.eventId).toBe(event.id)
+        expect(recording.namespace).toBe(event.namespace)
+        expect(recording.response?.status).toBe(200)
+        const response = bodyText(recording.response?.body)
+        expect(response).toContain(responseMarker)
+        expect(JSON.parse(response).credential).toBe(p.placement.redacted)
+        const plain = `${JSON.stringify(recording)}\n${bodyText(recording.request.body)}\n${response}`
+        expect(needlesOf(planted, svc.adminToken).filter(([, needle]) => plain.includes(needle))).toEqual([])
+        if ("truncated" in recording.request.body) expect(recording.request.body.truncated).toBe(false)
+      }
+    }
+    // An actor of another namespace gets 404, as for the event itself.
+    const r = resources(svc)
+    const elsewhere = await r.freshNamespace("recother")
+    const outsider = `rec-${Math.random().toString(36).slice(2, 8)}`
+    await r.create("actors", {
+      externalId: outsider,
+      namespace: elsewhere,
+      permissions: [{ namespace: `${elsewhere}.**`, resources: ["request-events"], verbs: ["get", "list"] }]
+    })
+    const someEvent = [...events.values()].flat()[0]
+    const denied = await svc.call<{ code: string }>(
+      "GET",
+      `/api/v1/metrics/request-events/${someEvent?.id}/recording`,
+      {
+        token: await svc.sign(outsider)
+      }
+    )
+    expect([denied.status, denied.body.code]).toEqual([404, "not_found"])
+    const unknown = await svc.call<{ code: string }>("GET", "/api/v1/metrics/request-events/req_unknown/recording")
+    expect(unknown.status).toBe(404)
+  })
+
   it("leaves no secret, token or plain-text body under .svc, yet the blobs decrypt to the bodies", async () => {
     const pid = svc.pid?.()
     const dir = svc.dir
@@ -386,6 +426,9 @@ describe("fullRequestRecording: never (the default)", () => {
   it("marks events not recorded and writes no blob", async () => {
     for (const p of planted) await exchange(svc, upstream, p)
     for (const p of planted) await bothEvents(svc, p.connectionId, false)
+    const first = (await bothEvents(svc, planted[0]?.connectionId ?? "", false))[0]
+    const none = await svc.call<{ code: string }>("GET", `/api/v1/metrics/request-events/${first?.id}/recording`)
+    expect([none.status, none.body.code]).toEqual([404, "recording_not_found"])
     expect(await filesUnder(path.join(svc.dir ?? "", ".svc/blobs"))).toEqual([])
     const output = svc.output()
     expect(needlesOf(planted, svc.adminToken).filter(([, needle]) => output.includes(needle))).toEqual([])

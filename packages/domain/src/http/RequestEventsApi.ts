@@ -7,6 +7,8 @@ import {
   RequestEventList,
   requestEventFilterProblem
 } from "../RequestEvent.ts"
+import { ServiceUnavailable } from "../Errors.ts"
+import { Recording } from "../Recording.ts"
 import { Limit } from "../Resource.ts"
 import { permission, resourceErrors } from "./Endpoints.ts"
 import { Authentication, RequiredPermission } from "./Security.ts"
@@ -60,6 +62,16 @@ export class RequestEventsApi extends HttpApiGroup.make("requestEvents")
       .annotate(
         OpenApi.Description,
         "One request event; 404 when it is unknown or the caller may not get request events in its namespace."
+      ),
+    HttpApiEndpoint.get("recording", "/api/v1/metrics/request-events/:id/recording", {
+      params: { id: Schema.String },
+      success: Recording,
+      error: [...resourceErrors, ServiceUnavailable]
+    })
+      .annotate(RequiredPermission, permission("request-events", "get"))
+      .annotate(
+        OpenApi.Description,
+        "The full recording of one request event (when `appMetrics.requestEvents.fullRequestRecording` was `always`): the request as the caller sent it and the response, decrypted, with the recording's redactions kept (credentials and secret headers replaced) and each body's `truncated` flag and `totalBytes`. 404 like the event itself (unknown, or not readable by the caller), or `recording_not_found` when the event has no recording."
       )
   )
   .middleware(Authentication)

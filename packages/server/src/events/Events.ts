@@ -15,12 +15,16 @@ import { RequestEvents, requestEventRepoLayer } from "./RequestEvents.ts"
 const embeddedSinkOptions = { flushInterval: Duration.seconds(1), batchSize: 2000 } as const
 
 /**
- * One sink (one buffer, flushed when the servers have stopped), the recorder when full recording
- * is on, and the read service; needs `AppMetricsSql`, encryption and the config.
+ * One sink (one buffer, flushed when the servers have stopped), the recordings store, and the
+ * read service; needs `AppMetricsSql`, encryption and the config.
  */
 export const layerNoDeps = (config: ResolvedConfig) =>
   Layer.mergeAll(
     RequestEventSink.layerNoDeps(config.database.provider === "pglite" ? embeddedSinkOptions : {}),
-    RequestEvents.layerNoDeps,
-    config.appMetrics.fullRequestRecording === "always" ? Recordings.layer() : Layer.empty
-  ).pipe(Layer.provide(requestEventRepoLayer))
+    RequestEvents.layerNoDeps
+  ).pipe(
+    // The recordings store always: new recordings only when `fullRequestRecording` is `always`
+    // (ProxyEvents checks), while earlier ones stay readable when it is turned off.
+    Layer.provideMerge(Recordings.layer()),
+    Layer.provide(requestEventRepoLayer)
+  )

@@ -5,6 +5,7 @@
  * `response`, row id the event id) and stored as two blobs under `request-events/<eventId>/`.
  * Recording never fails the exchange: a failure is logged without content and answered `false`.
  */
+import { RecordedBody, RecordedRequest, RecordedResponse, Recording } from "@svc/domain/Recording"
 import { Cause, Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import type { SvcConfig } from "../config/SvcConfig.ts"
 import type { InjectionPlaces } from "../outbound/CredentialInjection.ts"
@@ -42,35 +43,7 @@ export interface RecordingInput {
   readonly error?: string | undefined
 }
 
-const Headers = Schema.Record(Schema.String, Schema.Union([Schema.String, Schema.Array(Schema.String)]))
-
-/** A body as recorded: its first bytes in base64 with the capture metadata, or why it was skipped. */
-export const RecordedBody = Schema.Union([
-  Schema.Struct({ base64: Schema.String, totalBytes: Schema.Number, truncated: Schema.Boolean }),
-  Schema.Struct({ skipped: Schema.String })
-])
-export type RecordedBody = typeof RecordedBody.Type
-
-const RecordedRequest = Schema.Struct({
-  method: Schema.String,
-  url: Schema.String,
-  headers: Headers,
-  body: RecordedBody
-})
-
-const RecordedResponse = Schema.Struct({ status: Schema.Number, headers: Headers, body: RecordedBody })
-
-/** A stored recording, redacted, as `read` returns it. */
-export const Recording = Schema.Struct({
-  eventId: Schema.String,
-  namespace: Schema.String,
-  /** ISO 8601 time the recording was written. */
-  recordedAt: Schema.String,
-  request: RecordedRequest,
-  response: Schema.optionalKey(RecordedResponse),
-  error: Schema.optionalKey(Schema.String)
-})
-export type Recording = typeof Recording.Type
+export { RecordedBody, Recording }
 
 const RequestDocument = Schema.Struct({
   v: Schema.Literal(1),

@@ -5,7 +5,8 @@
  * when it is unknown or outside what the caller may `request-events:get` (spec 5.8, SECURITY).
  */
 import { accessFilter } from "@svc/domain/AccessFilter"
-import { BadRequest, NotFound } from "@svc/domain/Errors"
+import { BadRequest, NotFound, ServiceUnavailable } from "@svc/domain/Errors"
+import type { Recording } from "@svc/domain/Recording"
 import type { AuthenticatedActor } from "@svc/domain/http/Security"
 import { isAllowed } from "@svc/domain/PermissionMatcher"
 import {
@@ -21,6 +22,7 @@ import { RequestEventRepo } from "@svc/sql/RequestEventRepo"
 import { Context, Effect, Layer, Option, Result } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppMetricsSql } from "../stores/Database.ts"
+import { Recordings } from "./Recordings.ts"
 
 /** One list call: the filters as query texts by query name, plus `limit` and `cursor`. */
 export type RequestEventListRequest = { readonly [K in RequestEventFilterName]?: string | undefined } & {
@@ -64,12 +66,22 @@ export class RequestEvents extends Context.Service<
     ) => Effect.Effect<RequestEventList, BadRequest>
     /** 404 when unknown or when the caller may not `request-events:get` in the event's namespace. */
     readonly get: (actor: AuthenticatedActor, id: string) => Effect.Effect<RequestEvent, NotFound>
+    /**
+     * The decrypted recording of an event (redactions kept, truncation flagged): 404 like `get`,
+     * and 404 `recording_not_found` when the event has none; 503 when the blob storage fails.
+     */
+    readonly recording: (
+      actor: AuthenticatedActor,
+      id: string
+    ) => Effect.Effect<Recording, NotFound | ServiceUnavailable>
   }
 >()("@svc/server/RequestEvents") {
   static readonly layerNoDeps: Layer.Layer<RequestEvents, never, RequestEventRepo> = Layer.effect(
     RequestEvents,
     Effect.gen(function* () {
       const repo = yield* RequestEventRepo
+      // Present in every process that serves the API (reading needs no recording to be on now).
+      const recordings = yield* Effect.serviceOption(Recordings)
 
       const list = Effect.fn("RequestEvents.list")(function* (
         actor: AuthenticatedActor,
@@ -140,7 +152,27 @@ export class RequestEvents extends Context.Service<
         return found.value
       })
 
-      return RequestEvents.of({ list, get })
+      const recording = Effect.fn("RequestEvents.recording")(function* (actor: AuthenticatedActor, id: string) {
+        const event = yield* get(actor, id)
+        const none = new NotFound({ error: `request event ${id} has no recording`, code: "recording_not_found" })
+        if (!event.full_request_recorded || Option.isNone(recordings)) return yield* none
+        const found = yield* recordings.value.read(id, event.namespace).pipe(
+          Effect.catchTag("BlobStorageError", (error) =>
+            Effect.andThen(
+              Effect.logWarning(`recording of request event ${id} could not be read: ${error.message}`),
+              Effect.fail(
+                new ServiceUnavailable({ error: "the recording storage is unavailable", code: "store_unavailable" })
+              )
+            )
+          ),
+          // A recording sealed under a key this process cannot open is a fault, never shown.
+          Effect.catchTag("DecryptionFailed", (error) => Effect.die(error))
+        )
+        if (Option.isNone(found)) return yield* none
+        return found.value
+      })
+
+      return RequestEvents.of({ list, get, recording })
     })
   )
 }

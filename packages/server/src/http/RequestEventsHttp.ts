@@ -12,6 +12,7 @@ export const requestEventsHandlers = (h: HttpApiBuilder.Handlers.FromGroup<typeo
     h
       .handle("list", ({ query }) => withActor((a) => svc.list(a, query)))
       .handle("get", ({ params }) => withActor((a) => svc.get(a, params.id)))
+      .handle("recording", ({ params }) => withActor((a) => svc.recording(a, params.id)))
   )
 
 /** The request-event group of the api service. */
