@@ -116,4 +116,3 @@ export const RevocationOutcome = Schema.Struct({
   reason: Schema.optionalKey(Schema.String)
 })
 export type RevocationOutcome = typeof RevocationOutcome.Type
-
