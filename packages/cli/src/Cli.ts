@@ -1,8 +1,9 @@
 /**
  * The assembled `cli` command tree and how it is run, independent of the process (see `main.ts`).
  */
-import { Console, Effect } from "effect"
+import { Console, Effect, Layer } from "effect"
 import { CliOutput, Command } from "effect/cli"
+import { list } from "./commands/List.ts"
 import { loginRedirect } from "./commands/LoginRedirect.ts"
 import { signJwt } from "./commands/SignJwt.ts"
 import { signMarketplaceLoginUrl } from "./commands/SignMarketplaceLoginUrl.ts"
@@ -12,7 +13,9 @@ import { root } from "./Root.ts"
 export const version = "0.1.0"
 
 /** `cli` with every subcommand. */
-export const cli = root.pipe(Command.withSubcommands([signJwt, verifyJwt, signMarketplaceLoginUrl, loginRedirect]))
+export const cli = root.pipe(
+  Command.withSubcommands([signJwt, verifyJwt, signMarketplaceLoginUrl, loginRedirect, list])
+)
 
 /** Writes usage errors (without the help page) to stderr so stdout carries only command output. */
 export const StderrPresenter = CliOutput.layerPresenter({
@@ -26,6 +29,14 @@ export const StderrPresenter = CliOutput.layerPresenter({
       : CliOutput.defaultPresenter.present(event)
 })
 
+/** Failures of a command are one line on stderr, `error: <message>` (README "Exit codes"). */
+export const CliFormatter = Layer.unwrap(
+  Effect.sync(() => {
+    const base = CliOutput.defaultFormatter()
+    return CliOutput.layer({ ...base, formatError: (error) => `error: ${error.message}` })
+  })
+)
+
 /** Runs `cli` with explicit arguments (without the program name). */
 export const runCli = (args: ReadonlyArray<string>) =>
-  Command.runWith(cli, { version })(args).pipe(Effect.provide(StderrPresenter))
+  Command.runWith(cli, { version })(args).pipe(Effect.provide(Layer.merge(StderrPresenter, CliFormatter)))

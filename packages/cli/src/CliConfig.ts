@@ -38,14 +38,19 @@ export const SvcConfig = Schema.Struct({
 })
 export type SvcConfig = typeof SvcConfig.Type
 
-/** Where the process's home directory is; provided by `main.ts` (the only reader of `os.homedir()`). */
+/**
+ * Where the process's home and working directories are; provided by `main.ts` (the only reader of
+ * `os.homedir()` and `process.cwd()`). The working directory is where an embedded svc keeps `.svc/`.
+ */
 export class ConfigLocation extends Context.Service<
   ConfigLocation,
   {
     readonly homeDir: string
+    readonly workDir: string
   }
 >()("@svc/cli/CliConfig/ConfigLocation") {
-  static readonly layer = (homeDir: string) => Layer.succeed(ConfigLocation, ConfigLocation.of({ homeDir }))
+  static readonly layer = (homeDir: string, workDir: string = homeDir) =>
+    Layer.succeed(ConfigLocation, ConfigLocation.of({ homeDir, workDir }))
 }
 
 /** A decoded configuration with key paths made absolute; `source` is the file read, if any. */

@@ -1,14 +1,24 @@
 /**
- * Process entry point of `cli`: the only place reading the process environment (home directory).
+ * Process entry point of `cli`: the only place reading the process environment (home and working
+ * directory, whether stderr is a terminal).
  */
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import { Command } from "effect/cli"
 import { homedir } from "node:os"
-import { cli, StderrPresenter, version } from "./Cli.ts"
+import { cli, CliFormatter, StderrPresenter, version } from "./Cli.ts"
 import { ConfigLocation } from "./CliConfig.ts"
+import { layerStderrProgress } from "./Progress.ts"
 
 Command.run(cli, { version }).pipe(
-  Effect.provide(Layer.mergeAll(NodeServices.layer, StderrPresenter, ConfigLocation.layer(homedir()))),
+  Effect.provide(
+    Layer.mergeAll(
+      NodeServices.layer,
+      StderrPresenter,
+      CliFormatter,
+      ConfigLocation.layer(homedir(), process.cwd()),
+      layerStderrProgress(process.stderr)
+    )
+  ),
   NodeRuntime.runMain
 )

@@ -1,0 +1,173 @@
+/**
+ * How the commands reach a running svc (spec 4.8, ARCHITECTURE "packages/cli"): only through
+ * `HttpApiClient` on the domain's `ApiV1` declarations, with a short-lived admin token signed by
+ * the CLI itself for every request. The api URL, actor and key come from flags, else the config
+ * file, else the embedded default in the working directory (`.svc/dev-keys/`, port 8081).
+ */
+import { Clock, Effect, type FileSystem, Layer, Option, Result } from "effect"
+import { CliError, Flag } from "effect/cli"
+import { FetchHttpClient, HttpClientRequest } from "effect/http"
+import { HttpApiClient, HttpApiMiddleware } from "effect/http-api"
+import { ApiV1 } from "@svc/domain/http/Apis"
+import { Authentication } from "@svc/domain/http/Security"
+import * as NodePath from "node:path"
+import { buildClaims } from "./Claims.ts"
+import { ConfigLocation, type LoadedConfig, loadCliConfig } from "./CliConfig.ts"
+import { CliFailure } from "./CliFailure.ts"
+import { fileExists } from "./Files.ts"
+import { signToken } from "./Jwt.ts"
+import { loadSigningKey, signingKeyFlags } from "./Keys.ts"
+import { type KeyRef, resolveSigningKey } from "./SignPlan.ts"
+import { TokenId } from "./TokenId.ts"
+
+/** The api service of the embedded default (ARCHITECTURE "Processes"). */
+export const defaultApiUrl = "http://127.0.0.1:8081"
+
+/** The development key the embedded default writes, relative to its working directory. */
+export const devKeyRelativePath = NodePath.join(".svc", "dev-keys", "jwt-private.pem")
+
+/** Lifetime of the admin token signed for each request: 5 minutes. */
+export const requestTokenSeconds = 300
+
+/** `--apiUrl`, `--actorId`, `--privateKeyPath`, `--secretKeyPath`: every command that calls the api. */
+export const apiFlags = {
+  apiUrl: Flag.String("apiUrl").pipe(
+    Flag.withMetavar("URL"),
+    Flag.withDescription(`Base URL of the api service (default: config server.api, else ${defaultApiUrl})`),
+    Flag.optional
+  ),
+  actorId: Flag.String("actorId").pipe(
+    Flag.withMetavar("EXTERNAL_ID"),
+    Flag.withDescription('Actor the request tokens are signed for (default: config admin_username, else "admin")'),
+    Flag.optional
+  ),
+  ...signingKeyFlags,
+  privateKeyPath: Flag.String("privateKeyPath").pipe(
+    Flag.withMetavar("PATH"),
+    Flag.withDescription(
+      `RS256 private key, PEM PKCS#8 (default: config admin_private_key_path, else ./${devKeyRelativePath} when present)`
+    ),
+    Flag.optional
+  )
+}
+
+/** Parsed `apiFlags`. */
+export interface ApiFlags {
+  readonly apiUrl: Option.Option<string>
+  readonly actorId: Option.Option<string>
+  readonly privateKeyPath: Option.Option<string>
+  readonly secretKeyPath: Option.Option<string>
+}
+
+/** Where and as whom the commands call: the api base URL, the token subject and the signing key. */
+export interface ApiTarget {
+  readonly apiUrl: string
+  readonly subject: string
+  readonly key: KeyRef
+}
+
+const isHttpUrl = (text: string): boolean => {
+  if (!URL.canParse(text)) return false
+  const protocol = new URL(text).protocol
+  return protocol === "http:" || protocol === "https:"
+}
+
+/** Usage errors of `apiFlags` alone; empty when valid. */
+export const apiFlagErrors = (flags: ApiFlags): ReadonlyArray<string> => {
+  const errors: Array<string> = []
+  if (Option.isSome(flags.apiUrl) && !isHttpUrl(flags.apiUrl.value)) {
+    errors.push(`--apiUrl: expected an http or https URL (got "${flags.apiUrl.value}")`)
+  }
+  if (Option.isSome(flags.actorId) && flags.actorId.value.trim() === "") errors.push("--actorId must not be empty")
+  if (Option.isSome(flags.privateKeyPath) && Option.isSome(flags.secretKeyPath)) {
+    errors.push("--privateKeyPath and --secretKeyPath are mutually exclusive")
+  }
+  return errors
+}
+
+/** `Command.validate` for commands built on `apiFlags`. */
+export const validateApiFlags = (flags: ApiFlags, more: ReadonlyArray<string> = []) => {
+  const errors = [...apiFlagErrors(flags), ...more]
+  return errors.length === 0 ? Effect.void : Effect.fail(new CliError.ValidationError({ message: errors.join("\n  ") }))
+}
+
+/**
+ * Resolves the target (pure): a flag wins, then the config file, then the embedded default
+ * (`devKeyPath` is the development key when it exists in the working directory).
+ */
+export const resolveApiTarget = (
+  flags: ApiFlags,
+  loaded: LoadedConfig,
+  devKeyPath: string | undefined
+): Result.Result<ApiTarget, CliFailure> => {
+  const apiUrl = Option.getOrElse(flags.apiUrl, () => loaded.config.server?.api ?? defaultApiUrl).replace(/\/+$/, "")
+  const subject = Option.getOrElse(flags.actorId, () => loaded.config.admin_username ?? "admin")
+  const configured =
+    Option.isSome(flags.privateKeyPath) ||
+    Option.isSome(flags.secretKeyPath) ||
+    loaded.config.admin_private_key_path !== undefined ||
+    loaded.config.admin_shared_key_path !== undefined
+  if (!configured && devKeyPath !== undefined) {
+    return Result.succeed({ apiUrl, subject, key: { alg: "RS256", path: devKeyPath } })
+  }
+  return Result.map(
+    Result.mapError(
+      resolveSigningKey(flags, loaded),
+      (error) =>
+        new CliFailure({
+          message: configured
+            ? error.message
+            : `${error.message}, or run in the directory of an embedded svc (./${devKeyRelativePath})`
+        })
+    ),
+    (key) => ({ apiUrl, subject, key })
+  )
+}
+
+/** The typed client of the api service (`ApiV1`). */
+export type SvcApiClient = HttpApiClient.ForApi<typeof ApiV1>
+
+/** A ready client and where it points. */
+export interface ConnectedApi {
+  readonly client: SvcApiClient
+  readonly target: ApiTarget
+}
+
+/** Builds the typed client for `target`: every request carries a fresh admin token signed with `key`. */
+export const makeApiClient = Effect.fn("ApiClient.make")(function* (target: ApiTarget) {
+  const signing = yield* loadSigningKey(target.key)
+  const tokenIds = yield* TokenId
+  const freshToken = Effect.gen(function* () {
+    const now = Math.floor((yield* Clock.currentTimeMillis) / 1000)
+    const claims = buildClaims({
+      subject: target.subject,
+      issuedAt: now,
+      jti: yield* tokenIds.next,
+      expiresInSeconds: requestTokenSeconds,
+      apis: undefined,
+      permissions: undefined
+    })
+    return yield* signToken(claims, signing)
+  }).pipe(Effect.orDie)
+  const auth = HttpApiMiddleware.layerClient(Authentication, ({ next, request }) =>
+    Effect.flatMap(freshToken, (token) => next(HttpClientRequest.bearerToken(request, token)))
+  )
+  const client = yield* HttpApiClient.make(ApiV1, { baseUrl: target.apiUrl }).pipe(
+    Effect.provide(Layer.merge(auth, FetchHttpClient.layer))
+  )
+  return { client, target } satisfies ConnectedApi
+})
+
+/** Flags plus configuration plus the working directory into a ready client (`--config` from the root). */
+export const connectApi = Effect.fn("ApiClient.connect")(function* (
+  flags: ApiFlags,
+  config: Option.Option<string>
+): Effect.fn.Return<ConnectedApi, CliFailure, FileSystem.FileSystem | ConfigLocation> {
+  const loaded = yield* loadCliConfig(config)
+  const { workDir } = yield* ConfigLocation
+  const devKey = NodePath.resolve(workDir, devKeyRelativePath)
+  const target = yield* Effect.fromResult(
+    resolveApiTarget(flags, loaded, (yield* fileExists(devKey)) ? devKey : undefined)
+  )
+  return yield* makeApiClient(target)
+})
