@@ -6,7 +6,8 @@
  * (`ConnectionChanges`), and an OAuth2 token due for refresh is refreshed on load (`TokenRefresher`).
  * Stale-if-error: when a reload fails (the database is unavailable), a connection resolved in
  * the last `staleIfError` keeps being served from its last known state; one never resolved (or
- * resolved longer ago) answers 503 `store_unavailable`, never a 500.
+ * resolved longer ago) answers 503 `store_unavailable`, never a 500. A load that has not answered
+ * within `loadTimeout` counts as failed (`staleLoadTimeout` for a known connection during failures).
  */
 import type { StoredCredentials } from "@svc/domain/ConnectorAuth"
 import type { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
@@ -49,6 +50,12 @@ export const staleIfError = Duration.minutes(5)
 
 /** How long a target served stale is reused before the database is asked again. */
 export const staleRetry = Duration.seconds(1)
+
+/** A load that takes longer (a database that does not answer) counts as failed. */
+export const loadTimeout = Duration.seconds(5)
+
+/** The same, for a connection with a last known state while loads are failing: a short wait. */
+export const staleLoadTimeout = Duration.millis(250)
 
 /** Last known states kept for stale-if-error (the oldest resolved is forgotten first). */
 const lastKnownCapacity = 10_000
@@ -111,6 +118,7 @@ export class ProxyTargets extends Context.Service<
       const lastKnown = new Map<string, { readonly target: ProxyTarget; readonly at: number }>()
       const staleMs = Duration.toMillis(staleIfError)
       let warnedAt = Number.NEGATIVE_INFINITY
+      let failedAt = Number.NEGATIVE_INFINITY
 
       const remember = (id: string, found: Option.Option<ProxyTarget>, now: number) => {
         lastKnown.delete(id)
@@ -123,9 +131,10 @@ export class ProxyTargets extends Context.Service<
       }
 
       /** A failed load (never an interruption): the last known state within the bound, else 503. */
-      const fallBack = (id: string, cause: Cause.Cause<unknown>) =>
+      const fallBack = (id: string, cause: Cause.Cause<unknown>): Effect.Effect<Loaded, ServiceUnavailable> =>
         Effect.gen(function* () {
           const now = yield* Clock.currentTimeMillis
+          failedAt = now
           const known = lastKnown.get(id)
           const usable = known !== undefined && now - known.at <= staleMs
           if (now - warnedAt >= 60_000) {
@@ -144,13 +153,17 @@ export class ProxyTargets extends Context.Service<
           return { found: Option.some(known.target), stale: true } satisfies Loaded
         })
 
+      /** While loads fail, a connection with a last known state waits for the database only briefly. */
+      const timeoutOf = (id: string, now: number) =>
+        now - failedAt <= staleMs && lastKnown.has(id) ? staleLoadTimeout : loadTimeout
+
       const load = (id: string): Effect.Effect<Loaded, ServiceUnavailable> =>
-        resolve(id).pipe(
+        Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.timeout(resolve(id), timeoutOf(id, now))).pipe(
           Effect.tap((found) =>
             Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => remember(id, found, now)))
           ),
           Effect.map((found): Loaded => ({ found, stale: false })),
-          Effect.catchCause((cause) => (Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : fallBack(id, cause)))
+          Effect.catchCause((cause) => (Cause.hasInterruptsOnly(cause) ? Effect.interrupt : fallBack(id, cause)))
         )
 
       const cache = yield* Cache.makeWith(load, {
