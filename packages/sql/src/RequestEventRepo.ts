@@ -21,6 +21,33 @@ export interface RequestEventQuery extends RequestEventFilter {
   readonly limit: number
 }
 
+/** Request-event columns a metric may group by (spec 4.7), each read as text. */
+export const groupableColumns = ["type", "method", "response_status_code", "response_source", "connector_id"] as const
+export type GroupableColumn = (typeof groupableColumns)[number]
+
+/** One aggregation over request events in steps of `stepMs` from `startMs` (spec 4.7). */
+export interface RequestEventAggregation {
+  readonly access: AccessFilter
+  readonly namespace: RequestEventFilter["namespace"]
+  readonly selector: RequestEventFilter["selector"]
+  readonly start: Date
+  readonly end: Date
+  readonly startMs: number
+  readonly stepMs: number
+  readonly groupBy: ReadonlyArray<GroupableColumn>
+  /** `count` of events, `avg` or `p95` (exact, `percentile_cont`) of `duration_ms`. */
+  readonly aggregation: "count" | "avg" | "p95"
+  /** Only errors: no answer (unreachable, timed out) or a status of 500 or more. */
+  readonly errorsOnly: boolean
+}
+
+/** One aggregated cell: the step index, the groupBy values (null when absent) and the value. */
+export interface AggregatedCell {
+  readonly step: number
+  readonly groups: ReadonlyArray<string | null>
+  readonly value: number
+}
+
 /** Rows per INSERT: 20 columns × 1000 rows stays well under PostgreSQL's 65535 parameters. */
 export const insertChunkSize = 1000
 
@@ -69,6 +96,8 @@ export class RequestEventRepo extends Context.Service<
       query: RequestEventQuery
     ) => Effect.Effect<{ readonly rows: ReadonlyArray<RequestEvent>; readonly more: boolean }, SqlError>
     readonly get: (id: string) => Effect.Effect<Option.Option<RequestEvent>, SqlError>
+    /** Aggregated cells of one metric query; empty steps have no cell. */
+    readonly aggregate: (query: RequestEventAggregation) => Effect.Effect<ReadonlyArray<AggregatedCell>, SqlError>
     /** Succeeds when the database answers (tells an outage from a rejected row). */
     readonly ping: Effect.Effect<void, SqlError>
   }
@@ -128,9 +157,47 @@ export class RequestEventRepo extends Context.Service<
         return Option.map(Option.fromNullishOr(decoded[0]), present)
       })
 
+      const groupColumn = (column: GroupableColumn) => {
+        switch (column) {
+          case "response_status_code":
+            return sql`CAST(response_status_code AS text)`
+          default:
+            return sql(column)
+        }
+      }
+
+      const aggregate = Effect.fn("RequestEventRepo.aggregate")(function* (query: RequestEventAggregation) {
+        const where = [accessWhere(sql, query.access), sql`timestamp >= ${query.start}`, sql`timestamp < ${query.end}`]
+        if (query.namespace !== undefined) where.push(namespaceWhere(sql, query.namespace))
+        if (query.selector !== undefined) where.push(selectorWhere(sql, query.selector, "labels"))
+        if (query.errorsOnly) where.push(sql`(response_status_code IS NULL OR response_status_code >= 500)`)
+        const value =
+          query.aggregation === "count"
+            ? sql`CAST(count(*) AS float8)`
+            : query.aggregation === "avg"
+              ? sql`CAST(avg(duration_ms) AS float8)`
+              : sql`CAST(percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms) AS float8)`
+        const groups = query.groupBy.map((column, i) => sql`${groupColumn(column)} AS ${sql(`g${i}`)}`)
+        const step = sql`CAST(floor((extract(epoch FROM timestamp) * 1000 - ${query.startMs}) / ${query.stepMs}) AS integer)`
+        const rows = yield* sql<Record<string, unknown>>`
+          SELECT ${step} AS step, ${sql.csv([...groups, sql`${value} AS value`])}
+          FROM request_events WHERE ${sql.and(where)}
+          GROUP BY ${sql.literal(["1", ...query.groupBy.map((_, i) => String(i + 2))].join(", "))}`
+        return rows.map(
+          (row): AggregatedCell => ({
+            step: Number(row.step),
+            groups: query.groupBy.map((_, i) => {
+              const group = row[`g${i}`]
+              return group === null || group === undefined ? null : String(group)
+            }),
+            value: Number(row.value)
+          })
+        )
+      })
+
       const ping = Effect.asVoid(sql`SELECT 1`)
 
-      return RequestEventRepo.of({ insertBatch, list, get, ping })
+      return RequestEventRepo.of({ insertBatch, list, get, aggregate, ping })
     }
   )
 

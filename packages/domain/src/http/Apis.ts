@@ -16,6 +16,7 @@ import {
   NamespacesMetadataApi,
   RateLimitsMetadataApi
 } from "./MetadataApi.ts"
+import { MetricsApi } from "./MetricsApi.ts"
 import { NamespacesApi } from "./NamespacesApi.ts"
 import { NotificationsApi } from "./NotificationsApi.ts"
 import { ProbesApi } from "./ProbesApi.ts"
@@ -46,6 +47,7 @@ const resourceGroups = [
   RateLimitsApi,
   NotificationsApi,
   RequestEventsApi,
+  MetricsApi,
   TasksApi
 ] as const
 const metadataGroups = [

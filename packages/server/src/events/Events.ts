@@ -4,6 +4,7 @@
  */
 import { Duration, Layer } from "effect"
 import type { ResolvedConfig } from "../config/SvcConfig.ts"
+import { Metrics } from "./Metrics.ts"
 import { Recordings } from "./Recordings.ts"
 import { RequestEventSink } from "./RequestEventBuffer.ts"
 import { RequestEvents, requestEventRepoLayer } from "./RequestEvents.ts"
@@ -21,7 +22,8 @@ const embeddedSinkOptions = { flushInterval: Duration.seconds(1), batchSize: 200
 export const layerNoDeps = (config: ResolvedConfig) =>
   Layer.mergeAll(
     RequestEventSink.layerNoDeps(config.database.provider === "pglite" ? embeddedSinkOptions : {}),
-    RequestEvents.layerNoDeps
+    RequestEvents.layerNoDeps,
+    Metrics.layerNoDeps
   ).pipe(
     // The recordings store always: new recordings only when `fullRequestRecording` is `always`
     // (ProxyEvents checks), while earlier ones stay readable when it is turned off.

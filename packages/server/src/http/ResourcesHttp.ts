@@ -8,6 +8,7 @@ import { AdminApiConnectionsHttp, ApiConnectionsHttp, PublicConnectionsHttp } fr
 import { AdminApiConnectorsHttp, ApiConnectorsHttp, PublicConnectorsHttp } from "./ConnectorsHttp.ts"
 import { AdminApiKeysHttp, ApiKeysHttp } from "./KeysHttp.ts"
 import { AdminApiNamespacesHttp, ApiNamespacesHttp } from "./NamespacesHttp.ts"
+import { AdminApiMetricsHttp, ApiMetricsHttp } from "./MetricsHttp.ts"
 import { AdminApiRateLimitsHttp, ApiRateLimitsHttp } from "./RateLimitsHttp.ts"
 import { AdminApiTasksHttp, ApiTasksHttp, PublicTasksHttp } from "./TasksHttp.ts"
 
@@ -19,7 +20,8 @@ export const ApiResourcesHttp = Layer.mergeAll(
   ApiConnectionsHttp,
   ApiKeysHttp,
   ApiRateLimitsHttp,
-  ApiTasksHttp
+  ApiTasksHttp,
+  ApiMetricsHttp
 )
 
 /** The resource groups the public service serves to browser sessions (marketplace). */
@@ -33,5 +35,6 @@ export const AdminApiResourcesHttp = Layer.mergeAll(
   AdminApiConnectionsHttp,
   AdminApiKeysHttp,
   AdminApiRateLimitsHttp,
-  AdminApiTasksHttp
+  AdminApiTasksHttp,
+  AdminApiMetricsHttp
 )

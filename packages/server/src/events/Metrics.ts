@@ -1,0 +1,111 @@
+/**
+ * Metric queries over request events (spec 4.7): each query of a body becomes one aggregation in
+ * the app-metrics database, narrowed in SQL to the namespaces where the caller may
+ * `app-metrics:query` (and the body's `namespace` and `labelSelector`), in steps of `range.step`
+ * from `range.start`. Every series has a point per step for counts (0 when nothing happened) and
+ * only for steps with events for averages and p95 (no value is not a value of 0). p95 is exact
+ * (`percentile_cont(0.95)` over the raw rows). An error (`request_events.errors`) is an event
+ * without an answer (the upstream unreachable or timed out) or with a status of 500 or more.
+ */
+import { accessFilter } from "@svc/domain/AccessFilter"
+import { BadRequest } from "@svc/domain/Errors"
+import type { AuthenticatedActor } from "@svc/domain/http/Security"
+import {
+  type MetricsPlan,
+  type MetricsQueryBody,
+  type MetricsQueryResult,
+  type MetricsSchema,
+  metricsSchema,
+  type PlannedQuery,
+  planMetricsQuery
+} from "@svc/domain/Metrics"
+import { type GroupableColumn, RequestEventRepo } from "@svc/sql/RequestEventRepo"
+import { Context, Effect, Layer } from "effect"
+
+const resource = "app-metrics"
+
+/** The series of one query from its cells. */
+const seriesOf = (
+  plan: MetricsPlan,
+  query: PlannedQuery,
+  cells: ReadonlyArray<{ readonly step: number; readonly groups: ReadonlyArray<string | null>; readonly value: number }>
+): MetricsQueryResult["series"] => {
+  const counting = query.aggregation === "count"
+  const byGroup = new Map<string, { labels: Record<string, string>; values: Map<number, number> }>()
+  for (const cell of cells) {
+    if (cell.step < 0 || cell.step >= plan.steps) continue
+    const key = JSON.stringify(cell.groups)
+    let group = byGroup.get(key)
+    if (group === undefined) {
+      const labels: Record<string, string> = {}
+      query.groupBy.forEach((name, i) => {
+        // A missing value (no status code, no connector) is the empty string, as in rate-limit buckets.
+        labels[name] = cell.groups[i] ?? ""
+      })
+      group = { labels, values: new Map() }
+      byGroup.set(key, group)
+    }
+    group.values.set(cell.step, cell.value)
+  }
+  // Without groupBy a count still has its one series, zeros included.
+  if (byGroup.size === 0 && counting && query.groupBy.length === 0) byGroup.set("[]", { labels: {}, values: new Map() })
+  return [...byGroup.values()].map((group) => {
+    const points: Array<{ timestamp: string; value: number }> = []
+    for (let step = 0; step < plan.steps; step++) {
+      const value = group.values.get(step)
+      if (value === undefined && !counting) continue
+      points.push({ timestamp: new Date(plan.startMs + step * plan.stepMs).toISOString(), value: value ?? 0 })
+    }
+    return { refId: query.refId, metric: query.metric, aggregation: query.aggregation, labels: group.labels, points }
+  })
+}
+
+export class Metrics extends Context.Service<
+  Metrics,
+  {
+    /** `POST /api/v1/metrics/query`: 400 naming each invalid field. */
+    readonly query: (actor: AuthenticatedActor, body: MetricsQueryBody) => Effect.Effect<MetricsQueryResult, BadRequest>
+    /** `GET /api/v1/metrics/schema`. */
+    readonly schema: MetricsSchema
+  }
+>()("@svc/server/Metrics") {
+  static readonly layerNoDeps: Layer.Layer<Metrics, never, RequestEventRepo> = Layer.effect(
+    Metrics,
+    Effect.gen(function* () {
+      const repo = yield* RequestEventRepo
+
+      const query = Effect.fn("Metrics.query")(function* (actor: AuthenticatedActor, body: MetricsQueryBody) {
+        const plan = planMetricsQuery(body)
+        if (!("steps" in plan)) {
+          return yield* new BadRequest({ error: "invalid metrics query", code: "invalid_request", details: plan })
+        }
+        const access = accessFilter(actor, resource, "query")
+        const series = yield* Effect.forEach(
+          plan.queries,
+          (planned) =>
+            Effect.map(
+              Effect.orDie(
+                repo.aggregate({
+                  access,
+                  namespace: plan.namespace,
+                  selector: plan.selector,
+                  start: new Date(plan.startMs),
+                  end: new Date(plan.endMs),
+                  startMs: plan.startMs,
+                  stepMs: plan.stepMs,
+                  groupBy: planned.groupBy as ReadonlyArray<GroupableColumn>,
+                  aggregation: planned.aggregation as "count" | "avg" | "p95",
+                  errorsOnly: planned.metric === "request_events.errors"
+                })
+              ),
+              (cells) => seriesOf(plan, planned, cells)
+            ),
+          { concurrency: 4 }
+        )
+        return { series: series.flat() }
+      })
+
+      return Metrics.of({ query, schema: metricsSchema })
+    })
+  )
+}
