@@ -3,9 +3,11 @@
  */
 import { Console, Effect, Layer } from "effect"
 import { CliOutput, Command } from "effect/cli"
+import { events } from "./commands/Events.ts"
 import { list } from "./commands/List.ts"
 import { loginRedirect } from "./commands/LoginRedirect.ts"
 import { signJwt } from "./commands/SignJwt.ts"
+import { tasks } from "./commands/Tasks.ts"
 import { signMarketplaceLoginUrl } from "./commands/SignMarketplaceLoginUrl.ts"
 import { verifyJwt } from "./commands/VerifyJwt.ts"
 import { root } from "./Root.ts"
@@ -14,7 +16,7 @@ export const version = "0.1.0"
 
 /** `cli` with every subcommand. */
 export const cli = root.pipe(
-  Command.withSubcommands([signJwt, verifyJwt, signMarketplaceLoginUrl, loginRedirect, list])
+  Command.withSubcommands([signJwt, verifyJwt, signMarketplaceLoginUrl, loginRedirect, list, tasks, events])
 )
 
 /** Writes usage errors (without the help page) to stderr so stdout carries only command output. */

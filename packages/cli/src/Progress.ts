@@ -46,11 +46,10 @@ export const progressLine = Effect.gen(function* () {
   const finish = (text?: string) =>
     Effect.suspend(() => {
       const wasOpen = open
+      const previous = last
       open = false
-      if (text !== undefined && text !== last) {
-        last = text
-        return sink.write(`${sink.terminal ? clearLine : ""}${text}\n`)
-      }
+      last = undefined
+      if (text !== undefined && text !== previous) return sink.write(`${sink.terminal ? clearLine : ""}${text}\n`)
       return wasOpen ? sink.write("\n") : Effect.void
     })
   return { update, finish } satisfies ProgressLine
