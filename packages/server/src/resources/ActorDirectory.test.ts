@@ -2,18 +2,19 @@
  * Stale-if-error of the actor directory (docs/proxy.md "When the database is unavailable"): with
  * the repository failing like an unreachable database, an actor found in the last 5 minutes is
  * still found once its 30 s entry expires; past that bound, or never found, it is 503
- * `store_unavailable`; `invalidate` drops the last known record.
+ * `store_unavailable`; `invalidate` drops the last known record; a lookup that does not answer
+ * within 5 s counts as failed.
  */
 import { assert, layer } from "@effect/vitest"
 import { ServiceUnavailable } from "@svc/domain/Errors"
 import { ActorId } from "@svc/domain/Ids"
 import { ActorRepo, type ActorRow } from "@svc/sql/ActorRepo"
-import { DateTime, Duration, Effect, Exit, Layer, Option, Schema } from "effect"
+import { DateTime, Duration, Effect, Exit, Fiber, Layer, Option, Schema } from "effect"
 import { ConnectionError, SqlError } from "effect/sql/SqlError"
 import { TestClock } from "effect/testing"
 import { ActorDirectory } from "./ActorDirectory.ts"
 
-const store = { down: false }
+const store = { down: false, hang: false }
 
 const unreachable = new SqlError({
   reason: new ConnectionError({ cause: new Error("ECONNREFUSED"), message: "connect failed", operation: "connect" })
@@ -42,7 +43,11 @@ const FailingRepo = Layer.succeed(ActorRepo)({
   syncConfigured: () => Effect.succeed([...actors.values()]),
   findByExternalId: (externalId) =>
     Effect.suspend(() =>
-      store.down ? Effect.fail(unreachable) : Effect.succeed(Option.fromUndefinedOr(actors.get(externalId)))
+      store.hang
+        ? Effect.never
+        : store.down
+          ? Effect.fail(unreachable)
+          : Effect.succeed(Option.fromUndefinedOr(actors.get(externalId)))
     ),
   findById: () => Effect.succeed(Option.none())
 })
@@ -86,6 +91,25 @@ layer(ActorDirectory.layerNoDeps.pipe(Layer.provide(FailingRepo)))("ActorDirecto
         assert.strictEqual(codeOf(yield* Effect.exit(directory.findByExternalId("alice"))), "store_unavailable")
       } finally {
         store.down = false
+      }
+    })
+  )
+
+  it.effect("a database that does not answer counts as unavailable after 5 s", () =>
+    Effect.gen(function* () {
+      const directory = yield* ActorDirectory
+      yield* TestClock.adjust(Duration.minutes(10))
+      const found = yield* directory.findByExternalId("alice")
+      store.hang = true
+      try {
+        yield* TestClock.adjust(Duration.seconds(31))
+        const stale = yield* Effect.forkChild(directory.findByExternalId("alice"))
+        yield* Effect.yieldNow
+        assert.isUndefined(stale.pollUnsafe())
+        yield* TestClock.adjust(Duration.seconds(5))
+        assert.deepStrictEqual(yield* Fiber.join(stale), found)
+      } finally {
+        store.hang = false
       }
     })
   )

@@ -39,6 +39,8 @@ export class ActorDirectory extends Context.Service<
       const cache = yield* Cache.makeWith(
         (externalId: string) =>
           repo.findByExternalId(externalId).pipe(
+            // A database that does not answer counts as unavailable too.
+            Effect.timeout(Duration.seconds(5)),
             Effect.map(Option.map(toRecord)),
             Effect.tap((found) =>
               Effect.map(Clock.currentTimeMillis, (now) => {
