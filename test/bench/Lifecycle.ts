@@ -20,7 +20,7 @@ import { nowMs, waitFor200 } from "./Ready.ts"
 
 /**
  * Seconds the group may take at most: its own budget of 100 s (the runs), set-up and clean-up.
- * Measured: about 35 s in all (set-up ~5 s, 2 runs of 10-16 s each with their creation).
+ * Measured: 35-55 s in all (set-up ~5 s, 2 runs of 10-25 s each with their creation).
  */
 export const lifecycleBudgetS = 120
 
@@ -166,7 +166,7 @@ export const measureLifecycle = async (options: LifecycleOptions): Promise<Lifec
     }
 
     for (let run = 1; run <= runsWanted; run++) {
-      // a run takes ~10-30 s here; one that would not fit in the budget is not started
+      // a run takes 10-25 s here; one that would not fit in the budget is not started
       if (run > 1 && remaining() < 40_000) {
         notes.push(`time budget of ${budgetMs / 1000} s reached: ${runsWanted - run + 1} run(s) not taken`)
         progress(`${title}: ${notes[notes.length - 1]}`)

@@ -3,7 +3,7 @@
  * sequence group of Scenarios.ts, then the cluster group and the lifecycle group, in one run
  * (`--only` picks some); prints a table on stdout, progress on stderr, and writes
  * test/bench/results/latest.json. A target is started on first use and stopped after the last
- * group that uses it. Loopback only, bounded in time (about 6 min with the defaults;
+ * group that uses it. Loopback only, bounded in time (about 5 min with the defaults;
  * `--max-time`), kills its children on any exit.
  */
 import * as os from "node:os"
