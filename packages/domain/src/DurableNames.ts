@@ -66,3 +66,6 @@ export const TaskFinishActivity = "core.task.finish.v1"
 
 /** A `_disconnect` run whose deadline passed: the connection is forced to `disconnected`. */
 export const DisconnectConnectionForceActivity = "core.connection.disconnect.force.v1"
+
+/** Cluster singleton that takes the resource snapshots of the `resources.*` metrics (spec 4.7). */
+export const ResourceSnapshotsSingleton = "svc.metrics.resource-snapshots.v1"

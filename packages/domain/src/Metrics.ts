@@ -43,7 +43,7 @@ export const metricCatalog = {
 
 export type MetricName = keyof typeof metricCatalog
 
-/** The metrics answered from stored request events; the `resources.*` ones need resource snapshots. */
+/** The metrics answered from stored request events; the `resources.*` ones come from resource snapshots. */
 export const requestEventMetrics: ReadonlyArray<MetricName> = [
   "request_events",
   "request_events.errors",
@@ -96,8 +96,8 @@ export const MetricsSchema = Schema.Struct({
       name: Schema.String,
       aggregations: Schema.Array(Schema.String),
       groupBy: Schema.Array(Schema.String),
-      /** False for metrics this release cannot answer yet (resource snapshots). */
-      available: Schema.Boolean
+      /** Where the metric comes from: stored request events, or periodic resource snapshots. */
+      source: Schema.Literals(["request_events", "resource_snapshots"])
     })
   ),
   maxPointsPerSeries: Schema.Number,
@@ -111,7 +111,7 @@ export const metricsSchema: MetricsSchema = {
     name,
     aggregations: entry.aggregations,
     groupBy: entry.groupBy,
-    available: requestEventMetrics.includes(name as MetricName)
+    source: requestEventMetrics.includes(name as MetricName) ? "request_events" : "resource_snapshots"
   })),
   maxPointsPerSeries,
   maxQueries
@@ -198,13 +198,6 @@ export const planMetricsQuery = (body: MetricsQueryBody): MetricsPlan | Readonly
     }
     const metric = query.metric as MetricName
     const entry = metricCatalog[metric]
-    if (!requestEventMetrics.includes(metric)) {
-      problems.push({
-        field: `${at}.metric`,
-        message: `${metric} needs resource snapshots, which this release does not take yet`
-      })
-      return
-    }
     if (!(entry.aggregations as ReadonlyArray<string>).includes(query.aggregation)) {
       problems.push({
         field: `${at}.aggregation`,

@@ -43,7 +43,8 @@ for (const [backend, db] of TestDatabase.backends) {
         ])
         assert.deepStrictEqual(yield* Migrations.migrateAppMetrics, [
           [1, "request_events"],
-          [2, "request_event_indexes"]
+          [2, "request_event_indexes"],
+          [3, "resource_snapshots"]
         ])
         assert.deepStrictEqual(yield* Migrations.migrateMain, [])
         assert.deepStrictEqual(yield* Migrations.migrateAppMetrics, [])
@@ -61,7 +62,8 @@ for (const [backend, db] of TestDatabase.backends) {
         ])
         assert.deepStrictEqual(yield* history("app_metrics_schema_migrations"), [
           { migration_id: 1, name: "request_events" },
-          { migration_id: 2, name: "request_event_indexes" }
+          { migration_id: 2, name: "request_event_indexes" },
+          { migration_id: 3, name: "resource_snapshots" }
         ])
 
         const tables = yield* sql<{ tableName: string }>`
@@ -86,6 +88,7 @@ for (const [backend, db] of TestDatabase.backends) {
             "rate_limits",
             "reencryptions",
             "request_events",
+            "resource_snapshots",
             "schema_migrations",
             "tasks"
           ]
@@ -148,6 +151,7 @@ for (const [backend, db] of TestDatabase.backends) {
             "request_events_labels_gin",
             "request_events_namespace_timestamp_idx",
             "request_events_timestamp_id_idx",
+            "resource_snapshots_kind_taken_idx",
             "tasks_one_active"
           ]
         )

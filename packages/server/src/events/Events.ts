@@ -7,7 +7,7 @@ import type { ResolvedConfig } from "../config/SvcConfig.ts"
 import { Metrics } from "./Metrics.ts"
 import { Recordings } from "./Recordings.ts"
 import { RequestEventSink } from "./RequestEventBuffer.ts"
-import { RequestEvents, requestEventRepoLayer } from "./RequestEvents.ts"
+import { RequestEvents, requestEventRepoLayer, resourceSnapshotRepoLayer } from "./RequestEvents.ts"
 
 /**
  * The embedded database runs in this process: each write blocks the event loop for its whole
@@ -28,5 +28,7 @@ export const layerNoDeps = (config: ResolvedConfig) =>
     // The recordings store always: new recordings only when `fullRequestRecording` is `always`
     // (ProxyEvents checks), while earlier ones stay readable when it is turned off.
     Layer.provideMerge(Recordings.layer()),
-    Layer.provide(requestEventRepoLayer)
+    Layer.provide(requestEventRepoLayer),
+    // The worker's snapshot singleton writes what the metrics query reads.
+    Layer.provideMerge(resourceSnapshotRepoLayer)
   )

@@ -11,6 +11,7 @@ import type { MetricsQueryBody } from "@svc/domain/Metrics"
 import type { RequestEvent } from "@svc/domain/RequestEvent"
 import * as Migrations from "@svc/sql/Migrations"
 import { RequestEventRepo } from "@svc/sql/RequestEventRepo"
+import { type ResourceSample, ResourceSnapshotRepo } from "@svc/sql/ResourceSnapshotRepo"
 import * as TestDatabase from "@svc/sql/TestDatabase"
 import { sampleRequestEvent } from "@svc/sql/TestRows"
 import { Cause, Effect, Exit, Layer } from "effect"
@@ -93,7 +94,7 @@ const failure = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
 
 for (const [backend, database] of TestDatabase.backends) {
   const Test = Metrics.layerNoDeps.pipe(
-    Layer.provideMerge(RequestEventRepo.layer),
+    Layer.provideMerge(Layer.merge(RequestEventRepo.layer, ResourceSnapshotRepo.layer)),
     Layer.provideMerge(Layer.provideMerge(Migrations.layerAppMetrics, database))
   )
 
@@ -207,6 +208,85 @@ for (const [backend, database] of TestDatabase.backends) {
       )
     })
 
+    it.effect("resources.*: each step reads the latest snapshot at or before it; deletions vanish later", () =>
+      Effect.gen(function* () {
+        const ns = `root.${backend}res`
+        const connection = (id: string, state: string, labels: Record<string, string> = {}): ResourceSample => ({
+          kind: "connections",
+          resourceId: id,
+          namespace: ns,
+          dims: { state, health_state: "healthy", connector_id: "cxr_1", connector_version: "1" },
+          labels
+        })
+        const repo = yield* ResourceSnapshotRepo
+        // Before the range: two connections; in step 2 a third appears and one turns disabled;
+        // in step 6 one is deleted (absent from that snapshot on).
+        yield* repo.insert(new Date(T0 - 30_000), [
+          connection("cxn_1", "configured", { tier: "gold" }),
+          connection("cxn_2", "configured")
+        ])
+        yield* repo.insert(new Date(T0 + 2 * minute + 10_000), [
+          connection("cxn_1", "configured", { tier: "gold" }),
+          connection("cxn_2", "disabled"),
+          connection("cxn_3", "setup", { tier: "gold" })
+        ])
+        yield* repo.insert(new Date(T0 + 6 * minute), [
+          connection("cxn_1", "configured", { tier: "silver" }),
+          connection("cxn_3", "configured", { tier: "gold" })
+        ])
+        const metrics = yield* Metrics
+        const total = yield* metrics.query(
+          admin,
+          body([{ refId: "T", metric: "resources.connections", aggregation: "count" }], { namespace: ns })
+        )
+        assert.deepStrictEqual(values(total.series[0]!), [2, 2, 3, 3, 3, 3, 2, 2, 2, 2])
+        const byState = yield* metrics.query(
+          admin,
+          body([{ refId: "S", metric: "resources.connections", aggregation: "count", groupBy: ["state"] }], {
+            namespace: ns
+          })
+        )
+        const states = Object.fromEntries(byState.series.map((series) => [series.labels.state, values(series)]))
+        assert.deepStrictEqual(states, {
+          configured: [2, 2, 1, 1, 1, 1, 2, 2, 2, 2],
+          disabled: [0, 0, 1, 1, 1, 1, 0, 0, 0, 0],
+          setup: [0, 0, 1, 1, 1, 1, 0, 0, 0, 0]
+        })
+        // Labels as they were at each snapshot: cxn_1 stops being gold in the last one.
+        const gold = yield* metrics.query(
+          admin,
+          body([{ refId: "G", metric: "resources.connections", aggregation: "count" }], {
+            namespace: ns,
+            labelSelector: "tier=gold"
+          })
+        )
+        assert.deepStrictEqual(values(gold.series[0]!), [1, 1, 2, 2, 2, 2, 1, 1, 1, 1])
+        // Steps before the first snapshot have no point.
+        const early = yield* metrics.query(admin, {
+          range: {
+            start: new Date(T0 - 3 * minute).toISOString(),
+            end: new Date(T0 + minute).toISOString(),
+            step: "1m"
+          },
+          namespace: ns,
+          queries: [{ refId: "E", metric: "resources.connections", aggregation: "count" }]
+        })
+        assert.deepStrictEqual(
+          early.series[0]!.points.map((p) => [p.timestamp, p.value]),
+          [
+            [new Date(T0 - minute).toISOString(), 2],
+            [new Date(T0).toISOString(), 2]
+          ]
+        )
+        // Another tenant's caller counts none of it.
+        const other = yield* metrics.query(
+          tenantA,
+          body([{ refId: "T", metric: "resources.connections", aggregation: "count" }], { namespace: ns })
+        )
+        assert.deepStrictEqual(values(other.series[0]!), [0, 0, 0, 0, 0, 0, 0, 0, 0, 0])
+      })
+    )
+
     it.effect("400 names each invalid field", () =>
       Effect.gen(function* () {
         const metrics = yield* Metrics
@@ -218,7 +298,7 @@ for (const [backend, database] of TestDatabase.backends) {
             queries: [
               { refId: "A", metric: "request_events.bogus", aggregation: "count" },
               { refId: "B", metric: "request_events.duration_ms", aggregation: "count", groupBy: ["state"] },
-              { refId: "C", metric: "resources.connections", aggregation: "count" }
+              { refId: "C", metric: "resources.connections", aggregation: "avg" }
             ]
           })
         )
@@ -231,7 +311,7 @@ for (const [backend, database] of TestDatabase.backends) {
           "body.queries[0].metric",
           "body.queries[1].aggregation",
           "body.queries[1].groupBy[0]",
-          "body.queries[2].metric"
+          "body.queries[2].aggregation"
         ]) {
           assert.include(fields, field)
         }

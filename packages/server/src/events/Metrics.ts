@@ -1,5 +1,5 @@
 /**
- * Metric queries over request events (spec 4.7): each query of a body becomes one aggregation in
+ * Metric queries (spec 4.7) over request events and resource snapshots: each query of a body becomes one aggregation in
  * the app-metrics database, narrowed in SQL to the namespaces where the caller may
  * `app-metrics:query` (and the body's `namespace` and `labelSelector`), in steps of `range.step`
  * from `range.start`. Every series has a point per step for counts (0 when nothing happened) and
@@ -7,7 +7,7 @@
  * (`percentile_cont(0.95)` over the raw rows). An error (`request_events.errors`) is an event
  * without an answer (the upstream unreachable or timed out) or with a status of 500 or more.
  */
-import { accessFilter } from "@svc/domain/AccessFilter"
+import { type AccessFilter, accessFilter } from "@svc/domain/AccessFilter"
 import { BadRequest } from "@svc/domain/Errors"
 import type { AuthenticatedActor } from "@svc/domain/http/Security"
 import {
@@ -20,6 +20,7 @@ import {
   planMetricsQuery
 } from "@svc/domain/Metrics"
 import { type GroupableColumn, RequestEventRepo } from "@svc/sql/RequestEventRepo"
+import { ResourceSnapshotRepo, type SnapshotKind } from "@svc/sql/ResourceSnapshotRepo"
 import { Context, Effect, Layer } from "effect"
 
 const resource = "app-metrics"
@@ -69,10 +70,11 @@ export class Metrics extends Context.Service<
     readonly schema: MetricsSchema
   }
 >()("@svc/server/Metrics") {
-  static readonly layerNoDeps: Layer.Layer<Metrics, never, RequestEventRepo> = Layer.effect(
+  static readonly layerNoDeps: Layer.Layer<Metrics, never, RequestEventRepo | ResourceSnapshotRepo> = Layer.effect(
     Metrics,
     Effect.gen(function* () {
       const repo = yield* RequestEventRepo
+      const snapshots = yield* ResourceSnapshotRepo
 
       const query = Effect.fn("Metrics.query")(function* (actor: AuthenticatedActor, body: MetricsQueryBody) {
         const plan = planMetricsQuery(body)
@@ -83,27 +85,89 @@ export class Metrics extends Context.Service<
         const series = yield* Effect.forEach(
           plan.queries,
           (planned) =>
-            Effect.map(
-              Effect.orDie(
-                repo.aggregate({
-                  access,
-                  namespace: plan.namespace,
-                  selector: plan.selector,
-                  start: new Date(plan.startMs),
-                  end: new Date(plan.endMs),
-                  startMs: plan.startMs,
-                  stepMs: plan.stepMs,
-                  groupBy: planned.groupBy as ReadonlyArray<GroupableColumn>,
-                  aggregation: planned.aggregation as "count" | "avg" | "p95",
-                  errorsOnly: planned.metric === "request_events.errors"
-                })
-              ),
-              (cells) => seriesOf(plan, planned, cells)
-            ),
+            planned.metric.startsWith("resources.")
+              ? resourceSeries(plan, planned, access)
+              : Effect.map(
+                  Effect.orDie(
+                    repo.aggregate({
+                      access,
+                      namespace: plan.namespace,
+                      selector: plan.selector,
+                      start: new Date(plan.startMs),
+                      end: new Date(plan.endMs),
+                      startMs: plan.startMs,
+                      stepMs: plan.stepMs,
+                      groupBy: planned.groupBy as ReadonlyArray<GroupableColumn>,
+                      aggregation: planned.aggregation as "count" | "avg" | "p95",
+                      errorsOnly: planned.metric === "request_events.errors"
+                    })
+                  ),
+                  (cells) => seriesOf(plan, planned, cells)
+                ),
           { concurrency: 4 }
         )
         return { series: series.flat() }
       })
+
+      /**
+       * A `resources.*` series: each step reads the latest snapshot taken at or before its end
+       * (a step before the first snapshot has no point); a group absent from that snapshot is 0.
+       */
+      const resourceSeries = (plan: MetricsPlan, planned: PlannedQuery, access: AccessFilter) =>
+        Effect.gen(function* () {
+          const kind = planned.metric.slice("resources.".length) as SnapshotKind
+          const times = yield* Effect.orDie(snapshots.times(kind, new Date(plan.startMs), new Date(plan.endMs - 1)))
+          const chosen: Array<Date | undefined> = []
+          let next = 0
+          let current: Date | undefined
+          for (let step = 0; step < plan.steps; step++) {
+            const bound = Math.min(plan.startMs + (step + 1) * plan.stepMs, plan.endMs) - 1
+            while (next < times.length && times[next]!.getTime() <= bound) current = times[next++]
+            chosen.push(current)
+          }
+          const used = [...new Set(chosen.filter((t): t is Date => t !== undefined).map((t) => t.getTime()))]
+          const cells = yield* Effect.orDie(
+            snapshots.aggregate({
+              kind,
+              takenAt: used.map((ms) => new Date(ms)),
+              access,
+              namespace: plan.namespace,
+              selector: plan.selector,
+              groupBy: planned.groupBy
+            })
+          )
+          const groups = new Map<string, { labels: Record<string, string>; values: Map<number, number> }>()
+          for (const cell of cells) {
+            const key = JSON.stringify(cell.groups)
+            let group = groups.get(key)
+            if (group === undefined) {
+              const labels: Record<string, string> = {}
+              planned.groupBy.forEach((name, i) => {
+                labels[name] = cell.groups[i] ?? ""
+              })
+              group = { labels, values: new Map() }
+              groups.set(key, group)
+            }
+            group.values.set(cell.takenAt.getTime(), cell.value)
+          }
+          if (groups.size === 0 && planned.groupBy.length === 0) groups.set("[]", { labels: {}, values: new Map() })
+          return [...groups.values()].map((group) => ({
+            refId: planned.refId,
+            metric: planned.metric,
+            aggregation: planned.aggregation,
+            labels: group.labels,
+            points: chosen.flatMap((takenAt, step) =>
+              takenAt === undefined
+                ? []
+                : [
+                    {
+                      timestamp: new Date(plan.startMs + step * plan.stepMs).toISOString(),
+                      value: group.values.get(takenAt.getTime()) ?? 0
+                    }
+                  ]
+            )
+          }))
+        })
 
       return Metrics.of({ query, schema: metricsSchema })
     })

@@ -19,6 +19,7 @@ import {
 } from "@svc/domain/RequestEvent"
 import { decodeCursor, defaultPageSize, encodeCursor, maxPageSize } from "@svc/domain/Resource"
 import { RequestEventRepo } from "@svc/sql/RequestEventRepo"
+import { ResourceSnapshotRepo } from "@svc/sql/ResourceSnapshotRepo"
 import { Context, Effect, Layer, Option, Result } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppMetricsSql } from "../stores/Database.ts"
@@ -54,6 +55,10 @@ const sameFilters = (a: Readonly<Record<string, string>>, b: Readonly<Record<str
 export const requestEventRepoLayer: Layer.Layer<RequestEventRepo, never, AppMetricsSql> = RequestEventRepo.layer.pipe(
   Layer.provide(Layer.effect(SqlClient.SqlClient, AppMetricsSql))
 )
+
+/** Resource snapshots in the app-metrics database. */
+export const resourceSnapshotRepoLayer: Layer.Layer<ResourceSnapshotRepo, never, AppMetricsSql> =
+  ResourceSnapshotRepo.layer.pipe(Layer.provide(Layer.effect(SqlClient.SqlClient, AppMetricsSql)))
 
 /** Request-event reads for the HTTP handlers. */
 export class RequestEvents extends Context.Service<

@@ -1,9 +1,11 @@
 /**
  * The worker service (ARCHITECTURE "Durable work"): the durable work its cluster runner
  * hosts — label propagation and its consistency checker, re-encryption after key rotation, the
- * probe monitor, the token refresh sweep, the Connection entity and the connector lifecycle
- * workflows.
+ * probe monitor, the token refresh sweep, the Connection entity, the connector lifecycle
+ * workflows and the resource snapshots of the metrics.
  */
+import { parseDuration } from "@svc/domain/Duration"
+import { ResourceSampler } from "@svc/sql/ResourceSnapshotRepo"
 import { Duration, Layer } from "effect"
 import type { ResolvedConfig } from "../config/SvcConfig.ts"
 import { ProbeScheduler } from "../connections/ProbeScheduler.ts"
@@ -14,6 +16,7 @@ import * as LabelPropagationLive from "./LabelPropagationLive.ts"
 import * as LifecycleLive from "./LifecycleLive.ts"
 import * as ProbeMonitorLive from "./ProbeMonitorLive.ts"
 import * as ReencryptionLive from "./ReencryptionLive.ts"
+import * as ResourceSnapshotsLive from "./ResourceSnapshotsLive.ts"
 import * as TokenRefreshSweepLive from "./TokenRefreshSweepLive.ts"
 
 /** Every entity, singleton and workflow a worker runs; needs its runner (`Membership`), the stores and the services. */
@@ -32,5 +35,8 @@ export const layerNoDeps = (config: ResolvedConfig) =>
     ),
     TokenRefreshSweepLive.layerNoDeps({ pollInterval: Duration.millis(config.oauth2.refreshSweepIntervalMs) }),
     ConnectionEntityLive.layerNoDeps(),
-    LifecycleLive.layerNoDeps
+    LifecycleLive.layerNoDeps,
+    ResourceSnapshotsLive.layerNoDeps({
+      interval: Duration.millis(parseDuration(config.appMetrics.resourceSnapshotInterval) ?? 15 * 60_000)
+    }).pipe(Layer.provide(ResourceSampler.layer))
   )
