@@ -74,7 +74,11 @@ describe("followPages", () => {
     Effect.gen(function* () {
       let calls = 0
       const done = yield* followPages({
-        fetch: () => Effect.sync(() => ((calls += 1), { items: [], cursor: "again" })),
+        fetch: () =>
+          Effect.sync((): PageOf<number> => {
+            calls += 1
+            return { items: [], cursor: "again" }
+          }),
         max: undefined,
         pageSize: 10,
         onPage: () => Effect.void

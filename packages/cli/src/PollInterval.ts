@@ -34,7 +34,9 @@ export const IntervalMs = Schema.String.pipe(
 export const intervalFlag = (description: string, fallbackMs: number) =>
   Flag.String("interval").pipe(
     Flag.withMetavar("DURATION"),
-    Flag.withDescription(`${description} (default ${fallbackMs}ms; e.g. 500ms, 2s, 1m)`),
+    Flag.withDescription(
+      `${description} (default ${fallbackMs % 1000 === 0 ? `${fallbackMs / 1000}s` : `${fallbackMs}ms`}; e.g. 500ms, 2s, 1m)`
+    ),
     Flag.withSchema(IntervalMs),
     Flag.withDefault(fallbackMs)
   )
