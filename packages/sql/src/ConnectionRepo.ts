@@ -65,6 +65,8 @@ export class ConnectionRepo extends Context.Service<
       state: "disconnecting" | "disabled" | "configured",
       now: Date
     ) => Effect.Effect<boolean, SqlError>
+    /** Erases a live connection's credentials (a disconnect holds them in memory to revoke them). */
+    readonly eraseCredentials: (id: ConnectionId, now: Date) => Effect.Effect<boolean, SqlError>
     /** Ends a connection: `disconnected`, credentials erased, soft-deleted (its name is free again). */
     readonly markDisconnected: (id: ConnectionId, now: Date) => Effect.Effect<boolean, SqlError>
     /** Ids of live connections whose token refresh is due at or before `before`, soonest first. */
@@ -159,6 +161,13 @@ export class ConnectionRepo extends Context.Service<
         return rows.length === 1
       })
 
+      const eraseCredentials = Effect.fn("ConnectionRepo.eraseCredentials")(function* (id: ConnectionId, now: Date) {
+        const rows = yield* sql`
+          UPDATE connections SET credentials_enc = NULL, token_refresh_due_at = NULL, updated_at = ${now}
+          WHERE id = ${id} AND deleted_at IS NULL RETURNING id`
+        return rows.length === 1
+      })
+
       const markDisconnected = Effect.fn("ConnectionRepo.markDisconnected")(function* (id: ConnectionId, now: Date) {
         const rows = yield* sql`
           UPDATE connections SET state = 'disconnected', credentials_enc = NULL, token_refresh_due_at = NULL,
@@ -174,6 +183,7 @@ export class ConnectionRepo extends Context.Service<
         setHealth,
         setRefreshDueAt,
         setState,
+        eraseCredentials,
         markDisconnected,
         dueForRefresh
       })

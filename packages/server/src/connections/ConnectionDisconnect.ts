@@ -88,17 +88,6 @@ export class ConnectionDisconnect extends Context.Service<
           if (stored.token.refresh_token !== undefined) tokens.push(["refresh_token", stored.token.refresh_token])
           tokens.push(["access_token", stored.token.access_token])
           const options = endpointOptions(definition, endpoint, config.outbound.allowPrivateNetworks)
-          // Once a refresh token's revocation was sent (whatever came back) the stored credentials
-          // no longer hold it: a disconnect resumed after a crash does not revoke it again.
-          let sealed = row.credentialsEnc
-          const forget = (kind: RevocationKind) =>
-            kind !== "refresh_token" || sealed === null
-              ? Effect.void
-              : Effect.gen(function* () {
-                  const { refresh_token: _, ...token } = stored.token
-                  const next = yield* secrets.sealCredentials(row, { ...stored, token })
-                  if (yield* Effect.orDie(repo.swapCredentials(row.id, sealed, next, yield* now))) sealed = next
-                })
           return yield* Effect.forEach(tokens, ([kind, token]) =>
             (client === undefined
               ? Effect.succeed<RevocationOutcome>({ kind, result: "failure", reason: "client_not_configured" })
@@ -117,7 +106,6 @@ export class ConnectionDisconnect extends Context.Service<
                   )
                 )
             ).pipe(
-              Effect.tap(() => forget(kind)),
               Effect.withSpan("oauth2.revoke", {
                 attributes: { "svc.connection_id": row.id, "svc.oauth2.revocation_kind": kind }
               })
@@ -131,7 +119,12 @@ export class ConnectionDisconnect extends Context.Service<
           const id = row.id
           yield* Effect.orDie(repo.setState(id, "disconnecting", yield* now))
           changes.changed(id)
+          // The credentials leave the database before any revocation is sent: a disconnect resumed
+          // after a crash finds none, so no token is ever revoked twice (at most once: one whose
+          // request was cut by the crash may stay unrevoked, spec 3.1).
           const stored = yield* secrets.credentials(row)
+          yield* Effect.orDie(repo.eraseCredentials(id, yield* now))
+          changes.changed(id)
           const revocations = yield* revokeAll(row, definition, stored)
           yield* Effect.orDie(repo.markDisconnected(id, yield* now))
           changes.changed(id)
