@@ -60,8 +60,8 @@ interface Running {
   readonly interrupt: () => void
 }
 
-/** Starts `bin/cli` in `cwd` (default: the svc's directory) with HOME set to `homeDir`. */
-const start = (args: ReadonlyArray<string>, options: { cwd?: string; home?: string } = {}): Running => {
+/** Starts `bin/cli` in `cwd` (default: the svc's directory) with HOME set to `home`, `input` on stdin. */
+const start = (args: ReadonlyArray<string>, options: { cwd?: string; home?: string; input?: string } = {}): Running => {
   const child = spawn(bin, args, {
     cwd: options.cwd ?? svc.dir,
     env: {
@@ -75,6 +75,7 @@ const start = (args: ReadonlyArray<string>, options: { cwd?: string; home?: stri
   let stderr = ""
   child.stdout.on("data", (chunk) => (stdout += chunk))
   child.stderr.on("data", (chunk) => (stderr += chunk))
+  child.stdin.end(options.input ?? "")
   const exit = new Promise<Outcome>((resolve) =>
     child.on("close", (code, signal) => resolve({ code, signal, stdout, stderr }))
   )
@@ -82,8 +83,10 @@ const start = (args: ReadonlyArray<string>, options: { cwd?: string; home?: stri
 }
 
 /** Runs `bin/cli` to its end against the svc's api. */
-const cli = (args: ReadonlyArray<string>, options: { cwd?: string; home?: string; api?: boolean } = {}) =>
-  start(options.api === false ? args : [...args, "--apiUrl", apiUrl], options).exit
+const cli = (
+  args: ReadonlyArray<string>,
+  options: { cwd?: string; home?: string; api?: boolean; input?: string } = {}
+) => start(options.api === false ? args : [...args, "--apiUrl", apiUrl], options).exit
 
 const lines = (text: string) => text.split("\n").filter((line) => line !== "")
 const jsonLines = <T>(text: string): Array<T> => lines(text).map((line) => JSON.parse(line) as T)
@@ -375,6 +378,20 @@ describe("cli configuration and errors", () => {
     } finally {
       await fs.rm(otherHome, { recursive: true, force: true })
     }
+  })
+
+  it("sign-jwt --admin and verify-jwt find the embedded default's key by themselves", async () => {
+    const signed = await cli(["sign-jwt", "--admin"], { api: false })
+    expect(signed.code, signed.stderr).toBe(0)
+    const token = signed.stdout.trim()
+    const whoami = expectStatus<{ actor: { externalId: string } }>(
+      await svc.call("GET", "/api/v1/auth/whoami", { token }),
+      200
+    )
+    expect(whoami.actor.externalId).toBe("admin")
+    const verified = await cli(["verify-jwt"], { api: false, input: signed.stdout })
+    expect(verified.code, verified.stderr).toBe(0)
+    expect(JSON.parse(verified.stdout)).toMatchObject({ header: { alg: "RS256" }, claims: { sub: "admin" } })
   })
 
   it("without a key anywhere: one line naming every way to give one, exit 1", async () => {

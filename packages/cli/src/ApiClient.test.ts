@@ -14,8 +14,8 @@ const noConfig: LoadedConfig = { source: undefined, config: {} }
 const config = (values: LoadedConfig["config"]): LoadedConfig => ({ source: "/home/u/.svc.yaml", config: values })
 const devKey = "/work/.svc/dev-keys/jwt-private.pem"
 
-const target = (f: ApiFlags, loaded: LoadedConfig, dev: string | undefined = devKey) => {
-  const result = resolveApiTarget(f, loaded, dev)
+const target = (f: ApiFlags, loaded: LoadedConfig) => {
+  const result = resolveApiTarget(f, { ...loaded, devKeyPath: devKey })
   if (Result.isFailure(result)) throw new Error(result.failure.message)
   return result.success
 }
@@ -60,7 +60,7 @@ describe("resolveApiTarget", () => {
   })
 
   it("without any key names every way to give one", () => {
-    const result = resolveApiTarget(flags(), noConfig, undefined)
+    const result = resolveApiTarget(flags(), noConfig)
     assert.isTrue(Result.isFailure(result))
     if (Result.isFailure(result)) {
       assert.include(result.failure.message, "--privateKeyPath")

@@ -2,7 +2,7 @@
  * How the commands reach a running svc (spec 4.8, ARCHITECTURE "packages/cli"): only through
  * `HttpApiClient` on the domain's `ApiV1` declarations, with a short-lived admin token signed by
  * the CLI itself for every request. The api URL, actor and key come from flags, else the config
- * file, else the embedded default in the working directory (`.svc/dev-keys/`, port 8081).
+ * file, else the embedded default (`./.svc/dev-keys/` in the working directory, port 8081).
  */
 import { Clock, Effect, type FileSystem, Layer, Option, Result } from "effect"
 import { CliError, Flag } from "effect/cli"
@@ -10,11 +10,9 @@ import { FetchHttpClient, HttpClientRequest } from "effect/http"
 import { HttpApiClient, HttpApiMiddleware } from "effect/http-api"
 import { ApiV1 } from "@svc/domain/http/Apis"
 import { Authentication } from "@svc/domain/http/Security"
-import * as NodePath from "node:path"
 import { buildClaims } from "./Claims.ts"
-import { ConfigLocation, type LoadedConfig, loadCliConfig } from "./CliConfig.ts"
-import { CliFailure } from "./CliFailure.ts"
-import { fileExists } from "./Files.ts"
+import { type ConfigLocation, type LoadedConfig, loadCliConfig } from "./CliConfig.ts"
+import type { CliFailure } from "./CliFailure.ts"
 import { signToken } from "./Jwt.ts"
 import { loadSigningKey, signingKeyFlags } from "./Keys.ts"
 import { type KeyRef, resolveSigningKey } from "./SignPlan.ts"
@@ -22,9 +20,6 @@ import { TokenId } from "./TokenId.ts"
 
 /** The api service of the embedded default (ARCHITECTURE "Processes"). */
 export const defaultApiUrl = "http://127.0.0.1:8081"
-
-/** The development key the embedded default writes, relative to its working directory. */
-export const devKeyRelativePath = NodePath.join(".svc", "dev-keys", "jwt-private.pem")
 
 /** Lifetime of the admin token signed for each request: 5 minutes. */
 export const requestTokenSeconds = 300
@@ -41,14 +36,7 @@ export const apiFlags = {
     Flag.withDescription('Actor the request tokens are signed for (default: config admin_username, else "admin")'),
     Flag.optional
   ),
-  ...signingKeyFlags,
-  privateKeyPath: Flag.String("privateKeyPath").pipe(
-    Flag.withMetavar("PATH"),
-    Flag.withDescription(
-      `RS256 private key, PEM PKCS#8 (default: config admin_private_key_path, else ./${devKeyRelativePath} when present)`
-    ),
-    Flag.optional
-  )
+  ...signingKeyFlags
 }
 
 /** Parsed `apiFlags`. */
@@ -93,35 +81,12 @@ export const validateApiFlags = (flags: ApiFlags, more: ReadonlyArray<string> = 
 
 /**
  * Resolves the target (pure): a flag wins, then the config file, then the embedded default
- * (`devKeyPath` is the development key when it exists in the working directory).
+ * (127.0.0.1:8081 and the development key in the working directory, `loaded.devKeyPath`).
  */
-export const resolveApiTarget = (
-  flags: ApiFlags,
-  loaded: LoadedConfig,
-  devKeyPath: string | undefined
-): Result.Result<ApiTarget, CliFailure> => {
+export const resolveApiTarget = (flags: ApiFlags, loaded: LoadedConfig): Result.Result<ApiTarget, CliFailure> => {
   const apiUrl = Option.getOrElse(flags.apiUrl, () => loaded.config.server?.api ?? defaultApiUrl).replace(/\/+$/, "")
   const subject = Option.getOrElse(flags.actorId, () => loaded.config.admin_username ?? "admin")
-  const configured =
-    Option.isSome(flags.privateKeyPath) ||
-    Option.isSome(flags.secretKeyPath) ||
-    loaded.config.admin_private_key_path !== undefined ||
-    loaded.config.admin_shared_key_path !== undefined
-  if (!configured && devKeyPath !== undefined) {
-    return Result.succeed({ apiUrl, subject, key: { alg: "RS256", path: devKeyPath } })
-  }
-  return Result.map(
-    Result.mapError(
-      resolveSigningKey(flags, loaded),
-      (error) =>
-        new CliFailure({
-          message: configured
-            ? error.message
-            : `${error.message}, or run in the directory of an embedded svc (./${devKeyRelativePath})`
-        })
-    ),
-    (key) => ({ apiUrl, subject, key })
-  )
+  return Result.map(resolveSigningKey(flags, loaded), (key) => ({ apiUrl, subject, key }))
 }
 
 /** The typed client of the api service (`ApiV1`). */
@@ -158,16 +123,12 @@ export const makeApiClient = Effect.fn("ApiClient.make")(function* (target: ApiT
   return { client, target } satisfies ConnectedApi
 })
 
-/** Flags plus configuration plus the working directory into a ready client (`--config` from the root). */
+/** Flags plus configuration (`--config` from the root) into a ready client. */
 export const connectApi = Effect.fn("ApiClient.connect")(function* (
   flags: ApiFlags,
   config: Option.Option<string>
 ): Effect.fn.Return<ConnectedApi, CliFailure, FileSystem.FileSystem | ConfigLocation> {
   const loaded = yield* loadCliConfig(config)
-  const { workDir } = yield* ConfigLocation
-  const devKey = NodePath.resolve(workDir, devKeyRelativePath)
-  const target = yield* Effect.fromResult(
-    resolveApiTarget(flags, loaded, (yield* fileExists(devKey)) ? devKey : undefined)
-  )
+  const target = yield* Effect.fromResult(resolveApiTarget(flags, loaded))
   return yield* makeApiClient(target)
 })

@@ -102,6 +102,22 @@ describe("loadCliConfig", () => {
     )
   )
 
+  it.effect("notes the development key of an embedded svc in the working directory", () =>
+    inTempHome((home) =>
+      Effect.gen(function* () {
+        const fs = yield* FileSystem.FileSystem
+        yield* fs.makeDirectory(NodePath.join(home, ".svc", "dev-keys"), { recursive: true })
+        yield* fs.writeFileString(NodePath.join(home, ".svc", "dev-keys", "jwt-private.pem"), "pem")
+        const loaded = yield* loadCliConfig(Option.none())
+        assert.deepStrictEqual(loaded, {
+          source: undefined,
+          config: {},
+          devKeyPath: NodePath.join(home, ".svc", "dev-keys", "jwt-private.pem")
+        })
+      })
+    )
+  )
+
   it.effect("reads ~/.svc.yaml and resolves key paths against its directory", () =>
     inTempHome((home) =>
       Effect.gen(function* () {

@@ -53,10 +53,18 @@ export class ConfigLocation extends Context.Service<
     Layer.succeed(ConfigLocation, ConfigLocation.of({ homeDir, workDir }))
 }
 
-/** A decoded configuration with key paths made absolute; `source` is the file read, if any. */
+/** The development key an embedded svc writes, relative to its working directory (docs/configuration.md). */
+export const devKeyRelativePath = NodePath.join(".svc", "dev-keys", "jwt-private.pem")
+
+/**
+ * A decoded configuration with key paths made absolute; `source` is the file read, if any;
+ * `devKeyPath` is the embedded default's development key when it exists in the working
+ * directory, the key of last resort when neither a flag nor the file names one.
+ */
 export interface LoadedConfig {
   readonly source: string | undefined
   readonly config: SvcConfig
+  readonly devKeyPath?: string | undefined
 }
 
 const decode = Schema.decodeUnknownResult(SvcConfig)
@@ -102,20 +110,23 @@ const resolveKeyPaths = (config: SvcConfig, baseDir: string, homeDir: string): S
 
 /**
  * Loads `--config <path>` (must exist) or `~/.svc.yaml` (absent means empty). Key paths in the
- * file are resolved against the file's directory, `~/` against the home directory.
+ * file are resolved against the file's directory, `~/` against the home directory. Notes the
+ * development key of an embedded svc in the working directory (`./.svc/dev-keys/`).
  */
 export const loadCliConfig = Effect.fn("CliConfig.load")(function* (
   explicit: Option.Option<string>
 ): Effect.fn.Return<LoadedConfig, CliFailure, FileSystem.FileSystem | ConfigLocation> {
-  const { homeDir } = yield* ConfigLocation
+  const { homeDir, workDir } = yield* ConfigLocation
+  const devKey = NodePath.resolve(workDir, devKeyRelativePath)
+  const dev = (yield* fileExists(devKey)) ? { devKeyPath: devKey } : {}
   const path = Option.match(explicit, {
     onNone: () => NodePath.join(homeDir, ".svc.yaml"),
     onSome: (path) => resolvePath(path, ".", homeDir)
   })
   if (Option.isNone(explicit) && !(yield* fileExists(path))) {
-    return { source: undefined, config: {} }
+    return { source: undefined, config: {}, ...dev }
   }
   const text = yield* readText(path, "config file")
   const config = yield* Effect.fromResult(parseConfigText(text, path))
-  return { source: path, config: resolveKeyPaths(config, NodePath.dirname(path), homeDir) }
+  return { source: path, config: resolveKeyPaths(config, NodePath.dirname(path), homeDir), ...dev }
 })

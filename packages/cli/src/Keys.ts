@@ -7,6 +7,7 @@ import { Flag } from "effect/cli"
 import { importPKCS8, importSPKI } from "jose"
 import type { CryptoKey, KeyObject } from "jose"
 import { createPublicKey } from "node:crypto"
+import { devKeyRelativePath } from "./CliConfig.ts"
 import { CliFailure } from "./CliFailure.ts"
 import { readBytes, readText } from "./Files.ts"
 
@@ -88,7 +89,9 @@ export const loadSigningKey = (key: { readonly alg: "RS256" | "HS256"; readonly 
 export const signingKeyFlags = {
   privateKeyPath: Flag.String("privateKeyPath").pipe(
     Flag.withMetavar("PATH"),
-    Flag.withDescription("RS256 private key, PEM PKCS#8 (default: config admin_private_key_path)"),
+    Flag.withDescription(
+      `RS256 private key, PEM PKCS#8 (default: config admin_private_key_path, else ./${devKeyRelativePath} when present)`
+    ),
     Flag.optional
   ),
   secretKeyPath: Flag.String("secretKeyPath").pipe(

@@ -10,5 +10,11 @@ export const configFlag = Flag.String("config").pipe(
 /** The `cli` root command with its shared flags; subcommands read them with `yield* root`. */
 export const root = Command.make("cli").pipe(
   Command.withSharedFlags({ config: configFlag }),
-  Command.withDescription("Companion tool for a running svc service (spec 4.8)")
+  Command.withDescription("Companion tool for a running svc service (spec 4.8)"),
+  Command.withExamples([
+    { command: "cli list connections -o table", description: "Connections of the svc running in this directory" },
+    { command: "cli tasks get tsk_abc123 --wait", description: "Follow a disconnect-all or archive to its end" },
+    { command: "cli events tail --statusCodeRange 500-599", description: "Follow failed proxied requests" },
+    { command: "cli sign-jwt --admin --expires-in 12h", description: "An admin token for curl" }
+  ])
 )

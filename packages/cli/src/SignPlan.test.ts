@@ -139,6 +139,21 @@ describe("resolveSignPlan", () => {
     )
   })
 
+  it("with no key flag or config key, uses the embedded default's development key", () => {
+    const dev: LoadedConfig = { ...noConfig, devKeyPath: "/work/.svc/dev-keys/jwt-private.pem" }
+    assert.deepStrictEqual(plan(flags({ admin: true }), dev).key, {
+      alg: "RS256",
+      path: "/work/.svc/dev-keys/jwt-private.pem"
+    })
+    assert.deepStrictEqual(
+      plan(flags({ admin: true }), { ...withKey({ admin_shared_key_path: "/c/s" }), devKeyPath: "/d" }).key,
+      {
+        alg: "HS256",
+        path: "/c/s"
+      }
+    )
+  })
+
   it("fails without a key and when the config names both keys", () => {
     assert.include(
       failure(flags({ admin: true })),

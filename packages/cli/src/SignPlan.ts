@@ -6,7 +6,7 @@ import { Option, Result } from "effect"
 import type { ServiceId } from "@svc/domain/Auth"
 import { dashboardExpirySeconds, defaultExpirySeconds, parseApis } from "./Claims.ts"
 import type { DashboardPreset } from "./Claims.ts"
-import type { LoadedConfig } from "./CliConfig.ts"
+import { devKeyRelativePath, type LoadedConfig } from "./CliConfig.ts"
 import { CliFailure } from "./CliFailure.ts"
 import { parseDuration } from "./Duration.ts"
 
@@ -67,7 +67,8 @@ export const signJwtFlagErrors = (flags: SignJwtFlags): ReadonlyArray<string> =>
 
 /**
  * Chooses the signing key: a flag wins; otherwise the config's `admin_private_key_path` (RS256) or
- * `admin_shared_key_path` (HS256); both configured without a flag is ambiguous and fails.
+ * `admin_shared_key_path` (HS256); both configured without a flag is ambiguous and fails; with
+ * neither, the embedded default's development key in the working directory (RS256).
  */
 export const resolveSigningKey = (
   flags: Pick<SignJwtFlags, "privateKeyPath" | "secretKeyPath">,
@@ -88,11 +89,13 @@ export const resolveSigningKey = (
   }
   if (privatePath !== undefined) return Result.succeed({ alg: "RS256", path: privatePath })
   if (sharedPath !== undefined) return Result.succeed({ alg: "HS256", path: sharedPath })
+  if (loaded.devKeyPath !== undefined) return Result.succeed({ alg: "RS256", path: loaded.devKeyPath })
   return Result.fail(
     new CliFailure({
       message:
         "no signing key: pass --privateKeyPath <pem> or --secretKeyPath <file>, or set " +
-        `admin_private_key_path or admin_shared_key_path in config ${where}`
+        `admin_private_key_path or admin_shared_key_path in config ${where}, ` +
+        `or run in the directory of an embedded svc (./${devKeyRelativePath})`
     })
   )
 }

@@ -4,7 +4,7 @@
  */
 import { Clock, Console, Effect, Option, Stdio, Stream } from "effect"
 import { CliError, Command, Flag } from "effect/cli"
-import { loadCliConfig } from "../CliConfig.ts"
+import { devKeyRelativePath, loadCliConfig } from "../CliConfig.ts"
 import type { LoadedConfig } from "../CliConfig.ts"
 import { CliFailure } from "../CliFailure.ts"
 import { verifyToken } from "../Jwt.ts"
@@ -39,7 +39,10 @@ export const verifyJwtFlagErrors = (flags: {
     ? ["--publicKeyPath and --secretKeyPath are mutually exclusive"]
     : []
 
-/** Chooses the verification key: a flag wins, else the config's private key (RS256) or shared key (HS256). */
+/**
+ * Chooses the verification key: a flag wins, else the config's private key (RS256) or shared key
+ * (HS256), else the embedded default's development key in the working directory.
+ */
 export const resolveVerifyKey = (
   flags: { readonly publicKeyPath: Option.Option<string>; readonly secretKeyPath: Option.Option<string> },
   loaded: LoadedConfig
@@ -60,11 +63,13 @@ export const resolveVerifyKey = (
   }
   if (privatePath !== undefined) return Effect.succeed({ alg: "RS256", kind: "private", path: privatePath })
   if (sharedPath !== undefined) return Effect.succeed({ alg: "HS256", path: sharedPath })
+  if (loaded.devKeyPath !== undefined) return Effect.succeed({ alg: "RS256", kind: "private", path: loaded.devKeyPath })
   return Effect.fail(
     new CliFailure({
       message:
         "no verification key: pass --publicKeyPath <pem> or --secretKeyPath <file>, or set " +
-        "admin_private_key_path or admin_shared_key_path in the config file"
+        "admin_private_key_path or admin_shared_key_path in the config file, or run in the directory of an " +
+        `embedded svc (./${devKeyRelativePath})`
     })
   )
 }
