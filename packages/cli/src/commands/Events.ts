@@ -19,7 +19,7 @@ import { root } from "../Root.ts"
 export const defaultTailIntervalMs = 2_000
 
 /** How far before the newest event seen each poll looks for late-written events, unless `--lookback`. */
-export const defaultLookbackMs = 60_000
+export const defaultLookbackMs = 30_000
 
 /** Events printed before following, unless `--lines`. */
 export const defaultTailLines = 10
