@@ -62,7 +62,7 @@ const get = Command.make(
       Flag.withoutNegation,
       Flag.withDefault(false),
       Flag.withDescription(
-        "Poll until the task is no longer active, a progress bar on stderr; exit 8 if it failed or is unknown"
+        "Poll until the task is no longer active (an unreachable api is retried), a progress bar on stderr; exit 8 if it failed or is unknown"
       )
     ),
     interval: intervalFlag("Poll interval with --wait", defaultTaskIntervalMs),
@@ -81,7 +81,13 @@ const get = Command.make(
       while (task.state === "active") {
         yield* progress.update(taskProgressText(task))
         yield* Effect.sleep(flags.interval)
-        task = yield* fetch
+        // A restarting api does not end the wait: the task runs on in the workers.
+        task = yield* fetch.pipe(
+          Effect.catchIf(
+            (error) => error.kind === "unreachable",
+            (error) => Effect.as(progress.update(`${error.message}; retrying`), task)
+          )
+        )
       }
       yield* progress.finish(taskProgressText(task))
     }
