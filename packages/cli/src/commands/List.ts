@@ -41,7 +41,7 @@ export const connectionColumns: ReadonlyArray<Column<Connection>> = [
   { header: "CREATED", value: (c) => shortTime(c.createdAt) }
 ]
 
-/** Flags every list shares. */
+/** Filters and paging every list shares. */
 const listFlags = {
   order: Flag.String("order").pipe(
     Flag.withMetavar("FIELD [ASC|DESC]"),
@@ -73,7 +73,15 @@ const listFlags = {
     Flag.withSchema(LabelSelector),
     Flag.optional
   ),
-  name: Flag.String("name").pipe(Flag.withDescription("Only resources with this exact name"), Flag.optional),
+  name: Flag.String("name").pipe(
+    Flag.withMetavar("NAME"),
+    Flag.withDescription("Only resources with this exact name"),
+    Flag.optional
+  )
+}
+
+/** Output and connection flags, listed after each list's own filters. */
+const outputAndApiFlags = {
   output: outputFlag(["json", "jsonl", "table"], "table"),
   ...apiFlags
 }
@@ -138,15 +146,17 @@ export const printList = Effect.fnUntraced(function* <A, E, R>(options: {
 const connectors = Command.make(
   "connectors",
   {
-    ...listFlags,
     state: Flag.Literals("state", VersionState.literals).pipe(
       Flag.withDescription("Only connectors whose current version is in this state"),
       Flag.optional
     ),
     type: Flag.String("type").pipe(
+      Flag.withMetavar("TYPE"),
       Flag.withDescription("Only connectors whose current version has this definition type"),
       Flag.optional
-    )
+    ),
+    ...listFlags,
+    ...outputAndApiFlags
   },
   Effect.fn("ListConnectors")(function* (flags) {
     const { config } = yield* root
@@ -187,7 +197,6 @@ const connectors = Command.make(
 const connections = Command.make(
   "connections",
   {
-    ...listFlags,
     state: Flag.Literals("state", ConnectionState.literals).pipe(
       Flag.withDescription("Only connections in this state"),
       Flag.optional
@@ -196,7 +205,9 @@ const connections = Command.make(
       Flag.withMetavar("ID"),
       Flag.withDescription("Only connections of this connector (cxr_…)"),
       Flag.optional
-    )
+    ),
+    ...listFlags,
+    ...outputAndApiFlags
   },
   Effect.fn("ListConnections")(function* (flags) {
     const { config } = yield* root
