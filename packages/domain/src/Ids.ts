@@ -84,6 +84,21 @@ export const idFromBytes = <P extends IdPrefix>(prefix: P, bytes: Uint8Array): I
   return `${prefix}_${base32(bytes)}` as IdOf[P]
 }
 
-/** A fresh random id of `prefix`, e.g. `makeId("act")` → `act_<26 base32 chars>`. */
-export const makeId = <P extends IdPrefix>(prefix: P): IdOf[P] =>
-  idFromBytes(prefix, globalThis.crypto.getRandomValues(new Uint8Array(16)))
+/** Random bytes drawn from the CSPRNG in blocks: one call per 256 ids instead of one per id. */
+const pool = new Uint8Array(4096)
+let poolOffset = pool.length
+
+const randomBytes16 = (): Uint8Array => {
+  if (poolOffset === pool.length) {
+    globalThis.crypto.getRandomValues(pool)
+    poolOffset = 0
+  }
+  const bytes = pool.slice(poolOffset, poolOffset + 16)
+  // Each block is handed out once: the pool keeps no copy of an id's bytes after use.
+  pool.fill(0, poolOffset, poolOffset + 16)
+  poolOffset += 16
+  return bytes
+}
+
+/** A fresh random id of `prefix`, e.g. `makeId("act")` → `act_<26 base32 chars>` (128 random bits). */
+export const makeId = <P extends IdPrefix>(prefix: P): IdOf[P] => idFromBytes(prefix, randomBytes16())
