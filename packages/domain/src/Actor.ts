@@ -11,7 +11,7 @@ export const PermissionInput = Schema.Struct({
   resources: Schema.Array(Schema.String.check(Schema.isMinLength(1))).check(Schema.isMinLength(1)),
   verbs: Schema.Array(Schema.String.check(Schema.isMinLength(1))).check(Schema.isMinLength(1)),
   resourceIds: Schema.optionalKey(Schema.Array(Schema.String))
-})
+}).annotate({ identifier: "PermissionInput" })
 
 /** An external id: the JWT `sub` of the actor's tokens. */
 export const ExternalId = Schema.String.check(
@@ -26,7 +26,7 @@ export const Actor = Schema.Struct({
   externalId: Schema.String,
   permissions: Schema.Array(Permission),
   source: Schema.Literals(["config", "api"])
-})
+}).annotate({ identifier: "Actor" })
 export type Actor = typeof Actor.Type
 
 /** `POST /api/v1/actors`. */
@@ -37,7 +37,7 @@ export const CreateActor = Schema.Struct({
   labels: Schema.optionalKey(UserLabels),
   annotations: Schema.optionalKey(UserAnnotations),
   permissions: Schema.optionalKey(Schema.Array(PermissionInput))
-})
+}).annotate({ identifier: "CreateActor" })
 export type CreateActor = typeof CreateActor.Type
 
 /** `PATCH /api/v1/actors/{id}`: omitted fields are unchanged; labels replace the user set. */
@@ -46,5 +46,5 @@ export const UpdateActor = Schema.Struct({
   labels: Schema.optionalKey(UserLabels),
   annotations: Schema.optionalKey(UserAnnotations),
   permissions: Schema.optionalKey(Schema.Array(PermissionInput))
-})
+}).annotate({ identifier: "UpdateActor" })
 export type UpdateActor = typeof UpdateActor.Type

@@ -19,7 +19,7 @@ export const Permission = Schema.Struct({
   resources: Schema.Array(Schema.String),
   verbs: Schema.Array(Schema.String),
   resourceIds: Schema.optionalKey(Schema.Array(Schema.String))
-})
+}).annotate({ identifier: "Permission" })
 export type Permission = typeof Permission.Type
 
 /**

@@ -28,7 +28,7 @@ export const Connection = Schema.Struct({
   configuration: Configuration,
   /** OAuth2 connections: the scopes the provider granted (spec 5.9). */
   grantedScopes: Schema.optionalKey(Schema.Array(Schema.String))
-})
+}).annotate({ identifier: "Connection" })
 export type Connection = typeof Connection.Type
 
 /**
@@ -43,7 +43,7 @@ export const CreateConnection = Schema.Struct({
   credentials: Schema.optionalKey(Schema.Unknown),
   labels: Schema.optionalKey(UserLabels),
   annotations: Schema.optionalKey(UserAnnotations)
-})
+}).annotate({ identifier: "CreateConnection" })
 export type CreateConnection = typeof CreateConnection.Type
 
 /** `PATCH /api/v1/connections/{id}` (spec 4.1): `labels` replaces the user set; system labels survive. */
@@ -51,14 +51,16 @@ export const UpdateConnection = Schema.Struct({
   name: Schema.optionalKey(ResourceName),
   labels: Schema.optionalKey(UserLabels),
   annotations: Schema.optionalKey(UserAnnotations)
-})
+}).annotate({ identifier: "UpdateConnection" })
 export type UpdateConnection = typeof UpdateConnection.Type
 
 /**
  * `PUT /api/v1/connections/{id}/credentials`: replaces the connection's credentials (API key,
  * basic, OAuth2 client credentials) and keeps its id.
  */
-export const ReplaceCredentials = Schema.Struct({ credentials: Schema.Unknown })
+export const ReplaceCredentials = Schema.Struct({ credentials: Schema.Unknown }).annotate({
+  identifier: "ReplaceCredentials"
+})
 export type ReplaceCredentials = typeof ReplaceCredentials.Type
 
 /** A probe outcome (spec 4.2, API-CONVENTIONS "Proxy"). */
@@ -74,5 +76,5 @@ export const ProbeResult = Schema.Struct({
   durationMs: Schema.Number,
   error: Schema.optionalKey(Schema.String),
   checkedAt: Schema.String
-})
+}).annotate({ identifier: "ProbeResult" })
 export type ProbeResult = typeof ProbeResult.Type

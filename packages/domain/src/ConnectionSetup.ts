@@ -48,7 +48,7 @@ export const InitiateConnection = Schema.Struct({
   name: Schema.optionalKey(ResourceName),
   /** Where the browser returns after the provider; its origin must be an allowed origin. */
   returnToUrl: Schema.optionalKey(ReturnToUrl)
-})
+}).annotate({ identifier: "InitiateConnection" })
 export type InitiateConnection = typeof InitiateConnection.Type
 
 /** Which part of the setup a form step belongs to. */
@@ -62,7 +62,7 @@ export const RedirectNext = Schema.Struct({
   url: Schema.String,
   /** ISO time after which the URL no longer works. */
   expiresAt: Schema.String
-})
+}).annotate({ identifier: "SetupRedirect" })
 
 /** Show a form: submit its values with `POST /api/v1/connections/{id}/_setup`. */
 export const FormNext = Schema.Struct({
@@ -72,28 +72,34 @@ export const FormNext = Schema.Struct({
   title: Schema.optionalKey(Schema.String),
   description: Schema.optionalKey(Schema.String),
   json_schema: Schema.Record(Schema.String, Schema.Unknown)
-})
+}).annotate({ identifier: "SetupForm" })
 
 /** Nothing left: the connection is `configured`. */
-export const CompleteNext = Schema.Struct({ type: Schema.Literal("complete") })
+export const CompleteNext = Schema.Struct({ type: Schema.Literal("complete") }).annotate({
+  identifier: "SetupComplete"
+})
 
 /** What the client does next. */
-export const SetupNext = Schema.Union([RedirectNext, FormNext, CompleteNext])
+export const SetupNext = Schema.Union([RedirectNext, FormNext, CompleteNext]).annotate({ identifier: "SetupNext" })
 export type SetupNext = typeof SetupNext.Type
 
 /** The answer of `_initiate`, `_setup` and `_reauthorize`: the connection and its next step. */
-export const SetupProgress = Schema.Struct({ connection: Connection, next: SetupNext })
+export const SetupProgress = Schema.Struct({ connection: Connection, next: SetupNext }).annotate({
+  identifier: "SetupProgress"
+})
 export type SetupProgress = typeof SetupProgress.Type
 
 /** `POST /api/v1/connections/{id}/_setup`: the values of the step the connection stands at. */
 export const SubmitSetupStep = Schema.Struct({
   stepId: Schema.String,
   values: Schema.Record(Schema.String, Schema.Unknown)
-})
+}).annotate({ identifier: "SubmitSetupStep" })
 export type SubmitSetupStep = typeof SubmitSetupStep.Type
 
 /** `POST /api/v1/connections/{id}/_reauthorize`: start the OAuth2 flow again for a connection. */
-export const Reauthorize = Schema.Struct({ returnToUrl: Schema.optionalKey(ReturnToUrl) })
+export const Reauthorize = Schema.Struct({ returnToUrl: Schema.optionalKey(ReturnToUrl) }).annotate({
+  identifier: "Reauthorize"
+})
 export type Reauthorize = typeof Reauthorize.Type
 
 /** `POST /api/v1/connections/{id}/_disconnect`. */
@@ -101,7 +107,7 @@ export const DisconnectConnection = Schema.Struct({
   timeoutSeconds: Schema.optionalKey(
     Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 3600 }, { message: "must be from 1 to 3600" }))
   )
-})
+}).annotate({ identifier: "DisconnectConnection" })
 export type DisconnectConnection = typeof DisconnectConnection.Type
 
 /** Which token a revocation request named (spec 8.3 `revocation_kind`). */

@@ -24,7 +24,7 @@ export const Connector = Schema.Struct({
   version: Schema.Number,
   state: VersionState,
   type: Schema.String
-})
+}).annotate({ identifier: "Connector" })
 export type Connector = typeof Connector.Type
 
 /** One version of a connector. */
@@ -35,17 +35,19 @@ export const ConnectorVersion = Schema.Struct({
   definition: ConnectorDefinition,
   createdAt: Schema.String,
   updatedAt: Schema.String
-})
+}).annotate({ identifier: "ConnectorVersion" })
 export type ConnectorVersion = typeof ConnectorVersion.Type
 
 /**
  * A definition document as sent: an object, or a string of YAML or JSON. The server validates it
  * fully (docs/connector-definitions.md) and answers 400 `invalid_definition` naming each bad field.
  */
-export const DefinitionDocument = Schema.Union([Schema.String, Schema.Record(Schema.String, Schema.Unknown)]).annotate({
-  description:
-    "The connector definition document (docs/connector-definitions.md): an object, or a string holding it as YAML or JSON."
-})
+export const DefinitionDocument = Schema.Union([Schema.String, Schema.Record(Schema.String, Schema.Unknown)])
+  .annotate({
+    description:
+      "The connector definition document (docs/connector-definitions.md): an object, or a string holding it as YAML or JSON."
+  })
+  .annotate({ identifier: "DefinitionDocument" })
 export type DefinitionDocument = typeof DefinitionDocument.Type
 
 /** `POST /api/v1/connectors`: creates the connector with version 1 as `draft`. */
@@ -55,7 +57,7 @@ export const CreateConnector = Schema.Struct({
   definition: DefinitionDocument,
   labels: Schema.optionalKey(UserLabels),
   annotations: Schema.optionalKey(UserAnnotations)
-})
+}).annotate({ identifier: "CreateConnector" })
 export type CreateConnector = typeof CreateConnector.Type
 
 /** `PATCH /api/v1/connectors/{id}`: the only way to rename a connector (spec 2.2 rule 6). */
@@ -63,13 +65,17 @@ export const UpdateConnector = Schema.Struct({
   name: Schema.optionalKey(ResourceName),
   labels: Schema.optionalKey(UserLabels),
   annotations: Schema.optionalKey(UserAnnotations)
-})
+}).annotate({ identifier: "UpdateConnector" })
 export type UpdateConnector = typeof UpdateConnector.Type
 
 /** `POST /api/v1/connectors/{id}/versions`: a new `draft` version (no name: spec 2.2 rule 6). */
-export const CreateConnectorVersion = Schema.Struct({ definition: DefinitionDocument })
+export const CreateConnectorVersion = Schema.Struct({ definition: DefinitionDocument }).annotate({
+  identifier: "CreateConnectorVersion"
+})
 export type CreateConnectorVersion = typeof CreateConnectorVersion.Type
 
 /** `PUT /api/v1/connectors/{id}/versions/{version}/_state`. */
-export const SetVersionState = Schema.Struct({ state: Schema.Literals(["primary", "active", "archived"]) })
+export const SetVersionState = Schema.Struct({ state: Schema.Literals(["primary", "active", "archived"]) }).annotate({
+  identifier: "SetVersionState"
+})
 export type SetVersionState = typeof SetVersionState.Type

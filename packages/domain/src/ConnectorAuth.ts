@@ -76,13 +76,13 @@ export const EndpointUrl = Schema.String.check(
 )
 
 /** `auth.type: none`: requests go out without credentials. */
-export const NoneAuth = Schema.Struct({ type: Schema.Literal("none") })
+export const NoneAuth = Schema.Struct({ type: Schema.Literal("none") }).annotate({ identifier: "NoneAuth" })
 
 /** `auth.type: api_key` sent as `Authorization: Bearer <key>`. */
 export const ApiKeyBearerAuth = Schema.Struct({
   type: Schema.Literal("api_key"),
   placement: Schema.Literal("bearer")
-})
+}).annotate({ identifier: "ApiKeyBearerAuth" })
 
 /** `auth.type: api_key` sent in a named header, optionally after a prefix (`Token `). */
 export const ApiKeyHeaderAuth = Schema.Struct({
@@ -90,24 +90,24 @@ export const ApiKeyHeaderAuth = Schema.Struct({
   placement: Schema.Literal("header"),
   header_name: ApiKeyHeaderName,
   prefix: Schema.optionalKey(HeaderValuePrefix)
-})
+}).annotate({ identifier: "ApiKeyHeaderAuth" })
 
 /** `auth.type: api_key` sent as a query parameter. */
 export const ApiKeyQueryAuth = Schema.Struct({
   type: Schema.Literal("api_key"),
   placement: Schema.Literal("query"),
   query_param: QueryParamName
-})
+}).annotate({ identifier: "ApiKeyQueryAuth" })
 
 /** `auth.type: basic`: `Authorization: Basic base64(username:password)`. */
-export const BasicAuth = Schema.Struct({ type: Schema.Literal("basic") })
+export const BasicAuth = Schema.Struct({ type: Schema.Literal("basic") }).annotate({ identifier: "BasicAuth" })
 
 /** One OAuth2 scope; a `required` scope must be granted for the connection to be usable. */
 export const OAuth2Scope = Schema.Struct({
   name: Schema.String.check(Schema.isNonEmpty(), Schema.isMaxLength(512)),
   required: Schema.Boolean.pipe(Schema.withDecodingDefaultKey(Effect.succeed(false))),
   description: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(1000)))
-})
+}).annotate({ identifier: "OAuth2Scope" })
 export type OAuth2Scope = typeof OAuth2Scope.Type
 
 /** How the client authenticates at the token endpoint (RFC 6749 2.3, OAuth 2.1). */
@@ -143,13 +143,13 @@ export const OAuth2AuthorizationCodeAuth = Schema.Struct({
   refresh: OAuth2Refresh.pipe(Schema.withDecodingDefaultKey(Effect.succeed({}))),
   /** The connector's registered client id; the secret is server configuration (never in a definition). */
   client_id: Schema.optionalKey(NonEmpty)
-})
+}).annotate({ identifier: "OAuth2AuthorizationCodeAuth" })
 
 /** OAuth2 client credentials (server-side creation; the client id and secret are the connection's). */
 export const OAuth2ClientCredentialsAuth = Schema.Struct({
   ...oauth2Common,
   grant_type: Schema.Literal("client_credentials")
-})
+}).annotate({ identifier: "OAuth2ClientCredentialsAuth" })
 
 /** Every auth method a connector may declare. */
 export const ConnectorAuth = Schema.Union([
@@ -160,7 +160,7 @@ export const ConnectorAuth = Schema.Union([
   BasicAuth,
   OAuth2AuthorizationCodeAuth,
   OAuth2ClientCredentialsAuth
-])
+]).annotate({ identifier: "ConnectorAuth" })
 export type ConnectorAuth = typeof ConnectorAuth.Type
 export type ApiKeyAuth = typeof ApiKeyBearerAuth.Type | typeof ApiKeyHeaderAuth.Type | typeof ApiKeyQueryAuth.Type
 export type OAuth2Auth = typeof OAuth2AuthorizationCodeAuth.Type | typeof OAuth2ClientCredentialsAuth.Type

@@ -66,17 +66,19 @@ export const JavaScriptSource = Schema.String.check(
 )
 
 /** One migration hook: a JavaScript expression (spec 2.10). */
-export const MigrationHook = Schema.Struct({ javascript: JavaScriptSource })
+export const MigrationHook = Schema.Struct({ javascript: JavaScriptSource }).annotate({ identifier: "MigrationHook" })
 
 /** `migrations`: the hooks run when a connection migration crosses this version (spec 2.10). */
 export const Migrations = Schema.Struct({
   up: Schema.optionalKey(MigrationHook),
   down: Schema.optionalKey(MigrationHook)
-})
+}).annotate({ identifier: "Migrations" })
 export type Migrations = typeof Migrations.Type
 
 /** `telemetry`: `propagateTraceContext` overrides the server's outbound W3C trace header default (spec 8.3). */
-export const ConnectorTelemetry = Schema.Struct({ propagateTraceContext: Schema.optionalKey(Schema.Boolean) })
+export const ConnectorTelemetry = Schema.Struct({ propagateTraceContext: Schema.optionalKey(Schema.Boolean) }).annotate(
+  { identifier: "ConnectorTelemetry" }
+)
 
 type Problem = { readonly path: ReadonlyArray<PropertyKey>; readonly issue: string }
 
@@ -139,7 +141,9 @@ const tail = {
 const crossCheck = Schema.makeFilter(crossProblems, { expected: "a consistent connector definition" })
 
 /** A connector definition version's document; the decoded form has every default materialised. */
-export const ConnectorDefinition = Schema.Struct({ ...head, auth: ConnectorAuth, ...tail }).check(crossCheck)
+export const ConnectorDefinition = Schema.Struct({ ...head, auth: ConnectorAuth, ...tail })
+  .check(crossCheck)
+  .annotate({ identifier: "ConnectorDefinition" })
 export type ConnectorDefinition = typeof ConnectorDefinition.Type
 
 /** A definition as a client writes it (defaulted keys optional). */

@@ -142,7 +142,7 @@ export const ConnectorProbe = Schema.Struct({
   verify: Schema.Boolean.pipe(Schema.withDecodingDefaultKey(Effect.succeed(false))),
   failure_threshold: threshold.pipe(Schema.withDecodingDefaultKey(Effect.succeed(3))),
   recovery_threshold: threshold.pipe(Schema.withDecodingDefaultKey(Effect.succeed(1)))
-})
+}).annotate({ identifier: "ConnectorProbe" })
 export type ConnectorProbe = typeof ConnectorProbe.Type
 
 /** True when `status` counts as a success for `probe` (any 2xx when `expected_statuses` is absent). */

@@ -112,17 +112,19 @@ export const ProxyTimeouts = Schema.Struct({
   connect: durationAtMost(60_000, "60s").pipe(Schema.withDecodingDefaultKey(Effect.succeed("5s"))),
   first_byte: durationAtMost(3_600_000, "1h").pipe(Schema.withDecodingDefaultKey(Effect.succeed("30s"))),
   total: durationAtMost(86_400_000, "1d").pipe(Schema.withDecodingDefaultKey(Effect.succeed("60s")))
-}).check(
-  Schema.makeFilter(
-    (timeouts) => [
-      ...(ms(timeouts.connect) > ms(timeouts.total) ? [{ path: ["connect"], issue: "must not exceed total" }] : []),
-      ...(ms(timeouts.first_byte) > ms(timeouts.total)
-        ? [{ path: ["first_byte"], issue: "must not exceed total" }]
-        : [])
-    ],
-    { expected: "connect and first_byte within total" }
+})
+  .check(
+    Schema.makeFilter(
+      (timeouts) => [
+        ...(ms(timeouts.connect) > ms(timeouts.total) ? [{ path: ["connect"], issue: "must not exceed total" }] : []),
+        ...(ms(timeouts.first_byte) > ms(timeouts.total)
+          ? [{ path: ["first_byte"], issue: "must not exceed total" }]
+          : [])
+      ],
+      { expected: "connect and first_byte within total" }
+    )
   )
-)
+  .annotate({ identifier: "ProxyTimeouts" })
 export type ProxyTimeouts = typeof ProxyTimeouts.Type
 
 /** The `proxy` block: everything materialised, `allowed_hosts: []` allows nothing. */
@@ -145,7 +147,7 @@ export const ConnectorProxy = Schema.Struct({
   max_concurrent_requests: Schema.Int.check(
     Schema.isBetween({ minimum: 1, maximum: 10_000 }, { message: "must be an integer from 1 to 10000" })
   ).pipe(Schema.withDecodingDefaultKey(Effect.succeed(16)))
-})
+}).annotate({ identifier: "ConnectorProxy" })
 export type ConnectorProxy = typeof ConnectorProxy.Type
 
 /** The `proxy` block of a definition that omits it. */

@@ -11,7 +11,7 @@ import { Schema, SchemaIssue } from "effect"
 export const ErrorDetail = Schema.Struct({
   field: Schema.String,
   message: Schema.String
-})
+}).annotate({ identifier: "ErrorDetail" })
 export type ErrorDetail = typeof ErrorDetail.Type
 
 const body = {
@@ -19,6 +19,10 @@ const body = {
   code: Schema.String,
   details: Schema.optionalKey(Schema.Array(ErrorDetail))
 }
+
+/** The wire shape of one error class, named `identifier` in the OpenAPI and Swagger documents. */
+const wire = <const Fields extends Schema.Struct.Fields>(identifier: string, fields: Fields) =>
+  Schema.Struct(fields).annotate({ identifier })
 
 type Body = {
   readonly error: string
@@ -28,37 +32,37 @@ type Body = {
 
 /** 400: malformed or invalid input, schema decoding failures included. */
 export class BadRequest extends Schema.Error<BadRequest>("svc/BadRequest")(
-  { _tag: Schema.tagDefaultOmit("BadRequest"), ...body },
+  wire("BadRequest", { _tag: Schema.tagDefaultOmit("BadRequest"), ...body }),
   { httpApiStatus: 400, description: "The request is malformed or invalid" }
 ) {}
 
 /** 401: missing, invalid or expired credentials. */
 export class Unauthorized extends Schema.Error<Unauthorized>("svc/Unauthorized")(
-  { _tag: Schema.tagDefaultOmit("Unauthorized"), ...body },
+  wire("Unauthorized", { _tag: Schema.tagDefaultOmit("Unauthorized"), ...body }),
   { httpApiStatus: 401, description: "Missing, invalid or expired credentials" }
 ) {}
 
 /** 403: authenticated, but the actor or token lacks the permission. */
 export class Forbidden extends Schema.Error<Forbidden>("svc/Forbidden")(
-  { _tag: Schema.tagDefaultOmit("Forbidden"), ...body },
+  wire("Forbidden", { _tag: Schema.tagDefaultOmit("Forbidden"), ...body }),
   { httpApiStatus: 403, description: "The caller is not permitted to do this" }
 ) {}
 
 /** 404: unknown resource, or one the caller may not see. */
 export class NotFound extends Schema.Error<NotFound>("svc/NotFound")(
-  { _tag: Schema.tagDefaultOmit("NotFound"), ...body },
+  wire("NotFound", { _tag: Schema.tagDefaultOmit("NotFound"), ...body }),
   { httpApiStatus: 404, description: "The resource does not exist or is not visible" }
 ) {}
 
 /** 409: name conflict, concurrent operation or a state that forbids the change. */
 export class Conflict extends Schema.Error<Conflict>("svc/Conflict")(
-  { _tag: Schema.tagDefaultOmit("Conflict"), ...body },
+  wire("Conflict", { _tag: Schema.tagDefaultOmit("Conflict"), ...body }),
   { httpApiStatus: 409, description: "The request conflicts with the current state" }
 ) {}
 
 /** 413: the request body is larger than the configured cap. */
 export class PayloadTooLarge extends Schema.Error<PayloadTooLarge>("svc/PayloadTooLarge")(
-  { _tag: Schema.tagDefaultOmit("PayloadTooLarge"), ...body },
+  wire("PayloadTooLarge", { _tag: Schema.tagDefaultOmit("PayloadTooLarge"), ...body }),
   { httpApiStatus: 413, description: "The request body is too large" }
 ) {}
 
@@ -70,36 +74,36 @@ export class PayloadTooLarge extends Schema.Error<PayloadTooLarge>("svc/PayloadT
  * description.
  */
 export class RateLimited extends Schema.Error<RateLimited>("svc/RateLimited")(
-  {
+  wire("RateLimited", {
     _tag: Schema.tagDefaultOmit("RateLimited"),
     error: Schema.String,
     rate_limit_id: Schema.NullOr(Schema.String),
     retry_after_seconds: Schema.Int
-  },
+  }),
   { httpApiStatus: 429, description: "A rate-limit rule or the connection's cool-down answered; see Retry-After" }
 ) {}
 
 /** 500: an unexpected fault; the body never carries the cause. */
 export class InternalError extends Schema.Error<InternalError>("svc/InternalError")(
-  { _tag: Schema.tagDefaultOmit("InternalError"), ...body },
+  wire("InternalError", { _tag: Schema.tagDefaultOmit("InternalError"), ...body }),
   { httpApiStatus: 500, description: "An unexpected internal error" }
 ) {}
 
 /** 503: a required store is unavailable, or the server is overloaded. */
 export class ServiceUnavailable extends Schema.Error<ServiceUnavailable>("svc/ServiceUnavailable")(
-  { _tag: Schema.tagDefaultOmit("ServiceUnavailable"), ...body },
+  wire("ServiceUnavailable", { _tag: Schema.tagDefaultOmit("ServiceUnavailable"), ...body }),
   { httpApiStatus: 503, description: "A required store is unavailable" }
 ) {}
 
 /** 502: the upstream (a provider's token endpoint, a probe target) was unreachable or misbehaved. */
 export class BadGateway extends Schema.Error<BadGateway>("svc/BadGateway")(
-  { _tag: Schema.tagDefaultOmit("BadGateway"), ...body },
+  wire("BadGateway", { _tag: Schema.tagDefaultOmit("BadGateway"), ...body }),
   { httpApiStatus: 502, description: "The upstream was unreachable or answered with a protocol error" }
 ) {}
 
 /** 504: the upstream did not answer in time. */
 export class GatewayTimeout extends Schema.Error<GatewayTimeout>("svc/GatewayTimeout")(
-  { _tag: Schema.tagDefaultOmit("GatewayTimeout"), ...body },
+  wire("GatewayTimeout", { _tag: Schema.tagDefaultOmit("GatewayTimeout"), ...body }),
   { httpApiStatus: 504, description: "The upstream timed out" }
 ) {}
 

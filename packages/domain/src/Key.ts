@@ -5,7 +5,7 @@ import { NamespacePath } from "./PermissionMatcher.ts"
 import { envelopeFields, ResourceName } from "./Resource.ts"
 
 /** A key as returned; `version` is the current data key version (1 until the first rotation). */
-export const Key = Schema.Struct({ ...envelopeFields, version: Schema.Int })
+export const Key = Schema.Struct({ ...envelopeFields, version: Schema.Int }).annotate({ identifier: "Key" })
 export type Key = typeof Key.Type
 
 /** `POST /api/v1/keys`. */
@@ -14,7 +14,7 @@ export const CreateKey = Schema.Struct({
   name: Schema.optionalKey(ResourceName),
   labels: Schema.optionalKey(UserLabels),
   annotations: Schema.optionalKey(UserAnnotations)
-})
+}).annotate({ identifier: "CreateKey" })
 export type CreateKey = typeof CreateKey.Type
 
 /** `PATCH /api/v1/keys/{id}`. */
@@ -22,5 +22,5 @@ export const UpdateKey = Schema.Struct({
   name: Schema.optionalKey(ResourceName),
   labels: Schema.optionalKey(UserLabels),
   annotations: Schema.optionalKey(UserAnnotations)
-})
+}).annotate({ identifier: "UpdateKey" })
 export type UpdateKey = typeof UpdateKey.Type

@@ -62,7 +62,7 @@ export const MetricQuery = Schema.Struct({
   metric: Schema.String,
   aggregation: Schema.String,
   groupBy: Schema.optionalKey(Schema.Array(Schema.String))
-})
+}).annotate({ identifier: "MetricQuery" })
 
 /** `POST /api/v1/metrics/query` body (spec 4.7). */
 export const MetricsQueryBody = Schema.Struct({
@@ -70,11 +70,13 @@ export const MetricsQueryBody = Schema.Struct({
   namespace: Schema.optionalKey(Schema.String),
   labelSelector: Schema.optionalKey(Schema.String),
   queries: Schema.Array(MetricQuery)
-})
+}).annotate({ identifier: "MetricsQueryBody" })
 export type MetricsQueryBody = typeof MetricsQueryBody.Type
 
 /** One point: the start of its step and the value (absent steps have no point for averages). */
-export const MetricPoint = Schema.Struct({ timestamp: Schema.String, value: Schema.Number })
+export const MetricPoint = Schema.Struct({ timestamp: Schema.String, value: Schema.Number }).annotate({
+  identifier: "MetricPoint"
+})
 
 /** One series: a query's values for one combination of groupBy values. */
 export const MetricSeries = Schema.Struct({
@@ -83,10 +85,12 @@ export const MetricSeries = Schema.Struct({
   aggregation: Schema.String,
   labels: Schema.Record(Schema.String, Schema.String),
   points: Schema.Array(MetricPoint)
-})
+}).annotate({ identifier: "MetricSeries" })
 
 /** `POST /api/v1/metrics/query` answer. */
-export const MetricsQueryResult = Schema.Struct({ series: Schema.Array(MetricSeries) })
+export const MetricsQueryResult = Schema.Struct({ series: Schema.Array(MetricSeries) }).annotate({
+  identifier: "MetricsQueryResult"
+})
 export type MetricsQueryResult = typeof MetricsQueryResult.Type
 
 /** `GET /api/v1/metrics/schema`: what dashboards may ask for. */
@@ -102,7 +106,7 @@ export const MetricsSchema = Schema.Struct({
   ),
   maxPointsPerSeries: Schema.Number,
   maxQueries: Schema.Number
-})
+}).annotate({ identifier: "MetricsSchema" })
 export type MetricsSchema = typeof MetricsSchema.Type
 
 /** The schema answer. */

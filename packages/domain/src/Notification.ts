@@ -44,14 +44,14 @@ export const Notification = Schema.Struct({
   viewed: Schema.Boolean,
   can_action: Schema.Boolean,
   created_at: Schema.String
-})
+}).annotate({ identifier: "Notification" })
 export type Notification = typeof Notification.Type
 
 /** `GET /api/v1/notifications`: newest first; `cursor` is absent on the last page. */
 export const NotificationList = Schema.Struct({
   items: Schema.Array(Notification),
   cursor: Schema.optionalKey(Schema.String)
-})
+}).annotate({ identifier: "NotificationList" })
 export type NotificationList = typeof NotificationList.Type
 
 /** Most ids one bulk `_viewed` call accepts. */
@@ -60,7 +60,7 @@ export const maxBulkViewed = 1000
 /** `POST /api/v1/notifications/_viewed`: 1–1000 ids; unknown or invisible ids are ignored. */
 export const MarkViewed = Schema.Struct({
   ids: Schema.Array(Schema.String).check(Schema.isMinLength(1), Schema.isMaxLength(maxBulkViewed))
-})
+}).annotate({ identifier: "MarkViewed" })
 export type MarkViewed = typeof MarkViewed.Type
 
 /** Key of the built-in re-authentication notice (spec 2.11). */

@@ -49,7 +49,7 @@ export const ProxyRequest = Schema.Struct({
   /** Any JSON within the body limits (`StrictJson`: depth, no NUL or lone surrogates). */
   bodyJson: Schema.optionalKey(StrictJson),
   bodyRaw: Schema.optionalKey(Base64)
-})
+}).annotate({ identifier: "ProxyRequest" })
 export type ProxyRequest = typeof ProxyRequest.Type
 
 /** Upstream response headers: a repeated header (e.g. `set-cookie`) is an array. */
@@ -64,7 +64,7 @@ export const ProxyResponse = Schema.Struct({
   headers: ProxyHeaders,
   bodyJson: Schema.optionalKey(Schema.Json),
   bodyRaw: Schema.optionalKey(Schema.String)
-})
+}).annotate({ identifier: "ProxyResponse" })
 export type ProxyResponse = typeof ProxyResponse.Type
 
 /** A problem with one `X-Svc-Label` header. */

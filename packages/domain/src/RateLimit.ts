@@ -13,11 +13,13 @@ export const Definition = makeRateLimitDefinition({
       onSuccess: () => undefined,
       onFailure: (problems) => problems.map(formatSelectorProblem).join("; ")
     })
-})
+}).annotate({ identifier: "RateLimitDefinition" })
 export type Definition = typeof Definition.Type
 
 /** A rate limit as returned: defaults of the definition are materialised. */
-export const RateLimit = Schema.Struct({ ...envelopeFields, definition: Definition })
+export const RateLimit = Schema.Struct({ ...envelopeFields, definition: Definition }).annotate({
+  identifier: "RateLimit"
+})
 export type RateLimit = typeof RateLimit.Type
 
 /** `POST /api/v1/rate-limits`. */
@@ -27,7 +29,7 @@ export const CreateRateLimit = Schema.Struct({
   labels: Schema.optionalKey(UserLabels),
   annotations: Schema.optionalKey(UserAnnotations),
   definition: Definition
-})
+}).annotate({ identifier: "CreateRateLimit" })
 export type CreateRateLimit = typeof CreateRateLimit.Type
 
 /**
@@ -40,5 +42,5 @@ export const UpdateRateLimit = Schema.Struct({
   labels: Schema.optionalKey(UserLabels),
   annotations: Schema.optionalKey(UserAnnotations),
   definition: Schema.optionalKey(Definition)
-})
+}).annotate({ identifier: "UpdateRateLimit" })
 export type UpdateRateLimit = typeof UpdateRateLimit.Type

@@ -99,22 +99,24 @@ export const PathMatch = Schema.Struct({
     Schema.isMinLength(1, { message: "must not be empty" }),
     Schema.isMaxLength(maxPathMatchLength, { message: `must be at most ${maxPathMatchLength} characters` })
   )
-}).check(
-  // spec 2.8: path_match applies to the final upstream URL path, which always starts with "/"
-  Schema.makeFilter(
-    (match) =>
-      match.kind === "regex" ||
-      match.value.startsWith("/") || { path: ["value"], issue: "a prefix or glob value must start with /" },
-    { message: "a prefix or glob value must start with /" }
-  ),
-  Schema.makeFilter(
-    (match) => {
-      const error = match.kind === "regex" ? regexError(match.value) : undefined
-      return error === undefined || { path: ["value"], issue: `must be a valid regular expression: ${error}` }
-    },
-    { expected: "a valid regular expression" }
+})
+  .check(
+    // spec 2.8: path_match applies to the final upstream URL path, which always starts with "/"
+    Schema.makeFilter(
+      (match) =>
+        match.kind === "regex" ||
+        match.value.startsWith("/") || { path: ["value"], issue: "a prefix or glob value must start with /" },
+      { message: "a prefix or glob value must start with /" }
+    ),
+    Schema.makeFilter(
+      (match) => {
+        const error = match.kind === "regex" ? regexError(match.value) : undefined
+        return error === undefined || { path: ["value"], issue: `must be a valid regular expression: ${error}` }
+      },
+      { expected: "a valid regular expression" }
+    )
   )
-)
+  .annotate({ identifier: "PathMatch" })
 export type PathMatch = typeof PathMatch.Type
 
 const matchSegment = (pattern: ReadonlyArray<string>, text: ReadonlyArray<string>): boolean => {
@@ -208,7 +210,7 @@ export const Bucket = Schema.Struct({
     Schema.check(uniqueItems<string>()),
     Schema.withDecodingDefaultKey(Effect.succeed([]))
   )
-})
+}).annotate({ identifier: "RateLimitBucket" })
 export type Bucket = typeof Bucket.Type
 
 /** Shortest and longest accepted window, in milliseconds. */
@@ -228,7 +230,9 @@ export const WindowDuration = PositiveDurationString.check(
 const atLeastOne = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1, { message: "must be an integer of at least 1" }))
 
 /** `fixed_window`: counter resets at boundaries floor(now / window). */
-export const FixedWindow = Schema.Struct({ window: WindowDuration, limit: atLeastOne })
+export const FixedWindow = Schema.Struct({ window: WindowDuration, limit: atLeastOne }).annotate({
+  identifier: "FixedWindow"
+})
 export type FixedWindow = typeof FixedWindow.Type
 
 /** `sliding_window`: exact rolling log or weighted two-window counter. */
@@ -236,14 +240,14 @@ export const SlidingWindow = Schema.Struct({
   window: WindowDuration,
   limit: atLeastOne,
   mode: Schema.Literals(["log", "counter"])
-})
+}).annotate({ identifier: "SlidingWindow" })
 export type SlidingWindow = typeof SlidingWindow.Type
 
 /** `token_bucket`: integer burst `capacity`, `refill_rate` tokens per second (fractional allowed). */
 export const TokenBucket = Schema.Struct({
   capacity: atLeastOne,
   refill_rate: Schema.Finite.check(Schema.isGreaterThan(0, { message: "must be greater than 0" }))
-})
+}).annotate({ identifier: "TokenBucket" })
 export type TokenBucket = typeof TokenBucket.Type
 
 /** Exactly one algorithm; narrow with `"fixed_window" in algorithm`. */
@@ -259,13 +263,15 @@ export const Algorithm = Schema.Struct({
   fixed_window: Schema.optionalKey(FixedWindow),
   sliding_window: Schema.optionalKey(SlidingWindow),
   token_bucket: Schema.optionalKey(TokenBucket)
-}).pipe(
-  // spec 7: an algorithm that is not exactly one of the three is rejected at validation
-  Schema.refine((value): value is Algorithm => algorithmKeys.filter((key) => value[key] !== undefined).length === 1, {
-    expected: "exactly one algorithm",
-    message: "must have exactly one of fixed_window, sliding_window, token_bucket"
-  })
-)
+})
+  .pipe(
+    // spec 7: an algorithm that is not exactly one of the three is rejected at validation
+    Schema.refine((value): value is Algorithm => algorithmKeys.filter((key) => value[key] !== undefined).length === 1, {
+      expected: "exactly one algorithm",
+      message: "must have exactly one of fixed_window, sliding_window, token_bucket"
+    })
+  )
+  .annotate({ identifier: "RateLimitAlgorithm" })
 
 /** Builds the definition schema with the label-selector check (spec 2.6) wired in. */
 export const makeRateLimitDefinition = (options: { readonly validateLabelSelector: LabelSelectorValidator }) =>

@@ -34,16 +34,18 @@ export const ExponentialBackoff = Schema.Struct({
     Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 1 }, { message: "must be a number between 0 and 1" })),
     0.1
   )
-}).check(
-  Schema.makeFilter(
-    (backoff) =>
-      (parseDuration(backoff.initial_interval) ?? 0) <= (parseDuration(backoff.max_interval) ?? 0) || {
-        path: ["initial_interval"],
-        issue: "must not exceed max_interval"
-      },
-    { expected: "initial_interval within max_interval" }
+})
+  .check(
+    Schema.makeFilter(
+      (backoff) =>
+        (parseDuration(backoff.initial_interval) ?? 0) <= (parseDuration(backoff.max_interval) ?? 0) || {
+          path: ["initial_interval"],
+          issue: "must not exceed max_interval"
+        },
+      { expected: "initial_interval within max_interval" }
+    )
   )
-)
+  .annotate({ identifier: "ExponentialBackoff" })
 export type ExponentialBackoff = typeof ExponentialBackoff.Type
 
 const uniqueHeaders = Schema.makeFilter(
@@ -66,16 +68,18 @@ export const ReactiveLimit = Schema.Struct({
   max_retry_after: defaultKey(CoolDownDuration, "15m"),
   default_retry_after: defaultKey(CoolDownDuration, "60s"),
   exponential_backoff: Schema.optionalKey(ExponentialBackoff)
-}).check(
-  Schema.makeFilter(
-    (limit) =>
-      (parseDuration(limit.default_retry_after) ?? 0) <= (parseDuration(limit.max_retry_after) ?? 0) || {
-        path: ["default_retry_after"],
-        issue: "must not exceed max_retry_after"
-      },
-    { expected: "default_retry_after within max_retry_after" }
+})
+  .check(
+    Schema.makeFilter(
+      (limit) =>
+        (parseDuration(limit.default_retry_after) ?? 0) <= (parseDuration(limit.max_retry_after) ?? 0) || {
+          path: ["default_retry_after"],
+          issue: "must not exceed max_retry_after"
+        },
+      { expected: "default_retry_after within max_retry_after" }
+    )
   )
-)
+  .annotate({ identifier: "ReactiveLimit" })
 export type ReactiveLimit = typeof ReactiveLimit.Type
 
 /** The `rate_limiting` block of a definition that omits it: spec 2.9 defaults. */

@@ -14,7 +14,7 @@ const Headers = Schema.Record(Schema.String, Schema.Union([Schema.String, Schema
 export const RecordedBody = Schema.Union([
   Schema.Struct({ base64: Schema.String, totalBytes: Schema.Number, truncated: Schema.Boolean }),
   Schema.Struct({ skipped: Schema.String })
-])
+]).annotate({ identifier: "RecordedBody" })
 export type RecordedBody = typeof RecordedBody.Type
 
 /** The request as the caller sent it (before credentials were injected), redacted. */
@@ -23,10 +23,12 @@ export const RecordedRequest = Schema.Struct({
   url: Schema.String,
   headers: Headers,
   body: RecordedBody
-})
+}).annotate({ identifier: "RecordedRequest" })
 
 /** The answer as it came back, redacted. */
-export const RecordedResponse = Schema.Struct({ status: Schema.Number, headers: Headers, body: RecordedBody })
+export const RecordedResponse = Schema.Struct({ status: Schema.Number, headers: Headers, body: RecordedBody }).annotate(
+  { identifier: "RecordedResponse" }
+)
 
 /** A stored recording, redacted, decrypted. */
 export const Recording = Schema.Struct({
@@ -38,5 +40,5 @@ export const Recording = Schema.Struct({
   response: Schema.optionalKey(RecordedResponse),
   /** Why no response was recorded (upstream unreachable, timeout, …), when `response` is absent. */
   error: Schema.optionalKey(Schema.String)
-})
+}).annotate({ identifier: "Recording" })
 export type Recording = typeof Recording.Type

@@ -24,7 +24,7 @@ export const RateLimitMatch = Schema.Struct({
   id: Schema.String,
   mode: Schema.Literals(["enforce", "observe"]),
   bucket: Schema.Record(Schema.String, Schema.String)
-})
+}).annotate({ identifier: "RateLimitMatch" })
 export type RateLimitMatch = typeof RateLimitMatch.Type
 
 /** A stored request event as listed and fetched. */
@@ -52,7 +52,7 @@ export const RequestEvent = Schema.Struct({
   rate_limit_bucket: Schema.NullOr(Schema.Record(Schema.String, Schema.String)),
   rate_limit_matched: Schema.NullOr(Schema.Array(RateLimitMatch)),
   full_request_recorded: Schema.Boolean
-})
+}).annotate({ identifier: "RequestEvent" })
 export type RequestEvent = typeof RequestEvent.Type
 
 /** A source of an answer svc gave itself without calling the upstream (spec 7: a synthetic 429). */
@@ -76,7 +76,7 @@ export const noRateLimit: RequestEventRateLimit = {
 export const RequestEventList = Schema.Struct({
   items: Schema.Array(RequestEvent),
   cursor: Schema.optionalKey(Schema.String)
-})
+}).annotate({ identifier: "RequestEventList" })
 export type RequestEventList = typeof RequestEventList.Type
 
 /** The path of a request event: the URL path without its query (queries may carry secrets). */

@@ -2,7 +2,7 @@
  * What every resource shares (spec 2.2, API-CONVENTIONS "Resources" and "Lists"): names, the
  * response envelope, namespace filters, ordering, cursors and pages. Pure.
  */
-import { Schema } from "effect"
+import { Schema, SchemaAST } from "effect"
 import { Labels } from "./Labels.ts"
 import { isNamespacePath, NamespacePath, pathMatches } from "./PermissionMatcher.ts"
 import { IntFromString } from "./StrictInput.ts"
@@ -74,9 +74,15 @@ export const Limit = IntFromString.check(
   })
 )
 
-/** A list response page: `cursor` is absent on the last page. */
-export const Page = <S extends Schema.Top>(item: S) =>
-  Schema.Struct({ items: Schema.Array(item), cursor: Schema.optionalKey(Schema.String) })
+/**
+ * A list response page: `cursor` is absent on the last page. A named item (`Connection`) names the
+ * page (`ConnectionPage`) in the OpenAPI and Swagger documents.
+ */
+export const Page = <S extends Schema.Top>(item: S) => {
+  const page = Schema.Struct({ items: Schema.Array(item), cursor: Schema.optionalKey(Schema.String) })
+  const name = SchemaAST.resolveIdentifier(item.ast)
+  return name === undefined ? page : page.annotate({ identifier: `${name}Page` })
+}
 
 /** A sort order `<field> ASC|DESC` over one of `fields` (API-CONVENTIONS "Lists"). */
 export interface Order {

@@ -75,7 +75,7 @@ export const SetupStep = Schema.Struct({
   title: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(200))),
   description: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(4000))),
   json_schema: StepSchema
-})
+}).annotate({ identifier: "SetupStep" })
 export type SetupStep = typeof SetupStep.Type
 
 /** One phase: an ordered list of steps. */
@@ -84,7 +84,7 @@ export const SetupPhase = Schema.Struct({
     Schema.isMinLength(1, { message: "must have at least one step; omit the phase instead" }),
     Schema.isMaxLength(50, { message: "must have at most 50 steps" })
   )
-})
+}).annotate({ identifier: "SetupFlowPhase" })
 export type SetupPhase = typeof SetupPhase.Type
 
 /** The setup phases, in the order a connection goes through them. */
@@ -153,5 +153,7 @@ const flowProblems = (flow: Flow): Array<Problem> => {
 export const SetupFlow = Schema.Struct({
   preconnect: Schema.optionalKey(SetupPhase),
   configure: Schema.optionalKey(SetupPhase)
-}).check(Schema.makeFilter(flowProblems, { expected: "a consistent setup flow" }))
+})
+  .check(Schema.makeFilter(flowProblems, { expected: "a consistent setup flow" }))
+  .annotate({ identifier: "SetupFlow" })
 export type SetupFlow = typeof SetupFlow.Type

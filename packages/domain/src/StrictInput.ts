@@ -103,7 +103,8 @@ export const optionalBody = <S extends Schema.Top & { readonly Type: object }>(s
   [
     schema,
     Schema.Null.pipe(
-      Schema.decodeTo(Schema.toType(schema), {
+      // Unnamed, so the documents show the empty body as an inline `null`, not as a named model.
+      Schema.decodeTo(Schema.toType(schema).annotate({ identifier: undefined }), {
         decode: SchemaGetter.transform(() => ({}) as S["Type"]),
         encode: SchemaGetter.transform(() => null)
       })

@@ -27,7 +27,7 @@ export const Task = Schema.Struct({
   error: Schema.optionalKey(Schema.String),
   /** Children done of the total (connections of a disconnect-all), once the total is known. */
   progress: Schema.optionalKey(Schema.Struct({ total: Schema.Number, done: Schema.Number }))
-})
+}).annotate({ identifier: "Task" })
 export type Task = typeof Task.Type
 
 /** spec 8.1: lifecycle `timeoutSeconds` is greater than zero; default 600. */
@@ -40,13 +40,17 @@ export const StartLifecycle = Schema.Struct({
       Schema.isBetween({ minimum: 1, maximum: 86_400 }, { message: "must be an integer from 1 to 86400" })
     )
   )
-})
+}).annotate({ identifier: "StartLifecycle" })
 export type StartLifecycle = typeof StartLifecycle.Type
 
 /** The 202 answer of `POST /api/v1/connections/{id}/_disconnect`. */
-export const ConnectionTaskHandle = Schema.Struct({ taskId: Schema.String, connectionId: Schema.String })
+export const ConnectionTaskHandle = Schema.Struct({ taskId: Schema.String, connectionId: Schema.String }).annotate({
+  identifier: "ConnectionTaskHandle"
+})
 export type ConnectionTaskHandle = typeof ConnectionTaskHandle.Type
 
 /** The 202 answer of `_disconnectAll` and `_archive` (spec 4.5). */
-export const ConnectorTaskHandle = Schema.Struct({ taskId: Schema.String, connectorId: Schema.String })
+export const ConnectorTaskHandle = Schema.Struct({ taskId: Schema.String, connectorId: Schema.String }).annotate({
+  identifier: "ConnectorTaskHandle"
+})
 export type ConnectorTaskHandle = typeof ConnectorTaskHandle.Type

@@ -19,7 +19,7 @@ export const WhoAmI = Schema.Struct({
     expiresAt: Schema.optionalKey(Schema.String),
     restrictions: Schema.optionalKey(Schema.Array(Permission))
   })
-})
+}).annotate({ identifier: "WhoAmI" })
 export type WhoAmI = typeof WhoAmI.Type
 
 export class AuthApi extends HttpApiGroup.make("auth")

@@ -63,7 +63,9 @@ export class ConnectorsApi extends HttpApiGroup.make("connectors")
       .annotate(OpenApi.Description, "Adds the next version of a connector in state draft."),
     HttpApiEndpoint.get("listVersions", "/api/v1/connectors/:id/versions", {
       params,
-      success: Schema.Struct({ items: Schema.Array(ConnectorVersion) }),
+      success: Schema.Struct({ items: Schema.Array(ConnectorVersion) }).annotate({
+        identifier: "ConnectorVersionList"
+      }),
       error: resourceErrors
     })
       .annotate(RequiredPermission, permission("connectors", "get"))

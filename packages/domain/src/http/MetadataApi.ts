@@ -10,11 +10,13 @@ import { permission, resourceErrors } from "./Endpoints.ts"
 import { Authentication, RequiredPermission } from "./Security.ts"
 
 /** One label or annotation. */
-export const Entry = Schema.Struct({ key: Schema.String, value: Schema.String })
+export const Entry = Schema.Struct({ key: Schema.String, value: Schema.String }).annotate({
+  identifier: "MetadataEntry"
+})
 export type Entry = typeof Entry.Type
 
 /** Body of a PUT of one label or annotation. */
-export const EntryValue = Schema.Struct({ value: Schema.String })
+export const EntryValue = Schema.Struct({ value: Schema.String }).annotate({ identifier: "MetadataValue" })
 
 const StringMap = Schema.Record(Schema.String, Schema.String)
 

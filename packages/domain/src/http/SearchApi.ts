@@ -13,7 +13,7 @@ export const SearchHit = Schema.Struct({
   namespace: Schema.String,
   match: Schema.Literals(["exact", "prefix", "substring", "label"]),
   labels: Schema.Record(Schema.String, Schema.String)
-})
+}).annotate({ identifier: "SearchHit" })
 export type SearchHit = typeof SearchHit.Type
 
 export class SearchApi extends HttpApiGroup.make("search")
@@ -24,7 +24,7 @@ export class SearchApi extends HttpApiGroup.make("search")
         resourceType: Schema.optionalKey(ResourceType),
         limit: Schema.optionalKey(Limit)
       },
-      success: Schema.Struct({ items: Schema.Array(SearchHit) }),
+      success: Schema.Struct({ items: Schema.Array(SearchHit) }).annotate({ identifier: "SearchResult" }),
       error: resourceErrors
     }).annotate(
       OpenApi.Description,

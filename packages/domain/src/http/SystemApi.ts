@@ -7,7 +7,7 @@ import { ServiceId } from "../Auth.ts"
 export const StoreCheck = Schema.Struct({
   status: Schema.Literals(["ok", "unavailable"]),
   error: Schema.optionalKey(Schema.String)
-})
+}).annotate({ identifier: "StoreCheck" })
 
 /** A worker's cluster runner: its address, registration, health and the shards it owns now. */
 export const RunnerState = Schema.Struct({
@@ -18,7 +18,7 @@ export const RunnerState = Schema.Struct({
   ownedShards: Schema.Int,
   totalShards: Schema.Int,
   activeEntities: Schema.Int
-})
+}).annotate({ identifier: "RunnerState" })
 export type RunnerState = typeof RunnerState.Type
 
 /**
@@ -31,7 +31,7 @@ export const Health = Schema.Struct({
   version: Schema.String,
   checks: Schema.Record(Schema.String, StoreCheck),
   runner: Schema.optionalKey(RunnerState)
-})
+}).annotate({ identifier: "Health" })
 export type Health = typeof Health.Type
 
 export class SystemApi extends HttpApiGroup.make("system", { topLevel: true })
