@@ -119,7 +119,9 @@ export const rawRoute = (outbound: Outbound["Service"]): Route<RawInput, RawRequ
     const { response } = request
     try {
       response.writeHead(answer.status, answer.headers as Record<string, string | Array<string>>)
-      response.flushHeaders()
+      // A streamed answer (no length: chunked, server-sent events) shows its head at once; one
+      // with a length goes out with its first bytes, headers and body in one write.
+      if (answer.headers["content-length"] === undefined) response.flushHeaders()
     } catch {
       answer.body.destroy()
       return Effect.fail(unrelayable(request))
