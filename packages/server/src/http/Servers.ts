@@ -17,6 +17,7 @@ import type { ResolvedConfig } from "../config/SvcConfig.ts"
 import { Authenticator } from "../auth/Authenticator.ts"
 import { CurrentService } from "./CurrentService.ts"
 import * as SwaggerRoute from "../swagger/SwaggerRoute.ts"
+import * as DocsRoute from "../swagger/DocsRoute.ts"
 import { swaggerDocuments } from "../swagger/generate.ts"
 import { AdminApiAuthHttp, ApiAuthHttp, PublicAuthHttp } from "./AuthHttp.ts"
 import { layerRedactCredentialQuery } from "./BrowserPages.ts"
@@ -82,7 +83,8 @@ const routes = (service: ServiceId) => {
             ).pipe(Layer.provide(AuthenticationLive))
           ])
         ),
-        SwaggerRoute.layer(swaggerDocuments().api)
+        SwaggerRoute.layer(swaggerDocuments().api),
+        DocsRoute.layer(ApiV1)
       )
     case "admin-api":
       return Layer.mergeAll(
@@ -101,7 +103,8 @@ const routes = (service: ServiceId) => {
             ).pipe(Layer.provide(AuthenticationLive))
           ])
         ),
-        SwaggerRoute.layer(swaggerDocuments()["admin-api"])
+        SwaggerRoute.layer(swaggerDocuments()["admin-api"]),
+        DocsRoute.layer(AdminApiV1)
       )
     case "public":
       return Layer.mergeAll(

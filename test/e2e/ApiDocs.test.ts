@@ -1,0 +1,83 @@
+/**
+ * `GET /docs` on the api and the admin-api (issue 21 item 7): an HTML API reference page, served
+ * without a token, that embeds exactly the document `/openapi.json` serves and loads no script
+ * from elsewhere (svc runs air-gapped). The unknown-path policy is unchanged beside it.
+ */
+import { Agent, fetch as undiciFetch } from "undici"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { launch, type Svc } from "../support/Api.ts"
+
+const insecure = new Agent({ connect: { rejectUnauthorized: false } })
+
+interface Answer {
+  readonly status: number
+  readonly contentType: string
+  readonly text: string
+}
+
+/** The document a Scalar page embeds: the `content:` line of its `createApiReference` call. */
+const embeddedDocument = (html: string): unknown => {
+  const call = html.slice(html.lastIndexOf("window.Scalar.createApiReference("))
+  const line = /^\s*content: (.*)$/m.exec(call)?.[1]
+  if (line === undefined) throw new Error("the page embeds no document")
+  return JSON.parse(line)
+}
+
+describe("GET /docs", () => {
+  let svc: Svc
+  beforeAll(async () => {
+    svc = await launch("svc-e2e-docs-")
+  }, 120_000)
+  afterAll(async () => {
+    await svc?.stop()
+  })
+
+  const get = async (service: "api" | "admin-api", path: string, token?: string): Promise<Answer> => {
+    const headers: Record<string, string> = token === undefined ? {} : { authorization: `Bearer ${token}` }
+    const response =
+      service === "api"
+        ? await fetch(`http://127.0.0.1:${svc.ports.api}${path}`, { headers })
+        : await undiciFetch(`https://127.0.0.1:${svc.ports.adminApi}${path}`, { headers, dispatcher: insecure })
+    return {
+      status: response.status,
+      contentType: response.headers.get("content-type") ?? "",
+      text: await response.text()
+    }
+  }
+
+  for (const [service, title] of [
+    ["api", "svc application API"],
+    ["admin-api", "svc admin API"]
+  ] as const) {
+    it(`${service}: an HTML reference page embedding the /openapi.json document, without a token`, async () => {
+      const page = await get(service, "/docs")
+      expect(page.status).toBe(200)
+      expect(page.contentType).toMatch(/^text\/html/)
+      // Booleans, not matchers on the text: a failure must not print a 3 MB page.
+      expect(/^<!doctype html>/i.test(page.text)).toBe(true)
+      expect(page.text.includes(`<title>${title}</title>`)).toBe(true)
+      expect(page.text.includes("window.Scalar.createApiReference(")).toBe(true)
+      // Air-gapped: the Scalar script is inline (no script is loaded from elsewhere), and so are the fonts.
+      expect(/<script[^>]*\ssrc=/i.test(page.text)).toBe(false)
+      expect(page.text.includes('"withDefaultFonts":false')).toBe(true)
+
+      const openapi = await get(service, "/openapi.json")
+      expect(openapi.status).toBe(200)
+      const document = JSON.parse(openapi.text) as { openapi: string; info: { title: string } }
+      expect(document.info.title).toBe(title)
+      expect(embeddedDocument(page.text)).toStrictEqual(document)
+      expect(Object.keys((document as { components: { schemas: object } }).components.schemas)).toContain("Connection")
+    })
+
+    it(`${service}: the unknown-path policy beside it is unchanged`, async () => {
+      const anonymous = await get(service, "/api/v1/no-such-route")
+      expect(anonymous.status).toBe(401)
+      expect(JSON.parse(anonymous.text)).toStrictEqual({ error: "a bearer token is required", code: "unauthorized" })
+      const known = await get(service, "/api/v1/no-such-route", svc.adminToken)
+      expect(known.status).toBe(404)
+      expect(JSON.parse(known.text)).toStrictEqual({ error: "not found", code: "not_found" })
+      const outside = await get(service, "/docs/no-such-page")
+      expect(outside.status).toBe(404)
+    })
+  }
+})
