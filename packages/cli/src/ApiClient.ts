@@ -4,25 +4,20 @@
  * the CLI itself for every request. The api URL, actor and key come from flags, else the config
  * file, else the embedded default (`./.svc/dev-keys/` in the working directory, port 8081).
  */
-import { Clock, Effect, type FileSystem, Layer, Option, Result } from "effect"
+import { Effect, type FileSystem, Layer, Option, Result } from "effect"
 import { CliError, Flag } from "effect/cli"
 import { FetchHttpClient, HttpClientRequest } from "effect/http"
 import { HttpApiClient, HttpApiMiddleware } from "effect/http-api"
 import { ApiV1 } from "@svc/domain/http/Apis"
 import { Authentication } from "@svc/domain/http/Security"
-import { buildClaims } from "./Claims.ts"
 import { type ConfigLocation, type LoadedConfig, loadCliConfig } from "./CliConfig.ts"
 import type { CliFailure } from "./CliFailure.ts"
-import { signToken } from "./Jwt.ts"
-import { loadSigningKey, signingKeyFlags } from "./Keys.ts"
+import { signingKeyFlags } from "./Keys.ts"
+import { makeRequestTokenSigner } from "./RequestToken.ts"
 import { type KeyRef, resolveSigningKey } from "./SignPlan.ts"
-import { TokenId } from "./TokenId.ts"
 
 /** The api service of the embedded default (ARCHITECTURE "Processes"). */
 export const defaultApiUrl = "http://127.0.0.1:8081"
-
-/** Lifetime of the admin token signed for each request: 5 minutes. */
-export const requestTokenSeconds = 300
 
 /** `--apiUrl`, `--actorId`, `--privateKeyPath`, `--secretKeyPath`: every command that calls the api. */
 export const apiFlags = {
@@ -100,20 +95,7 @@ export interface ConnectedApi {
 
 /** Builds the typed client for `target`: every request carries a fresh admin token signed with `key`. */
 export const makeApiClient = Effect.fn("ApiClient.make")(function* (target: ApiTarget) {
-  const signing = yield* loadSigningKey(target.key)
-  const tokenIds = yield* TokenId
-  const freshToken = Effect.gen(function* () {
-    const now = Math.floor((yield* Clock.currentTimeMillis) / 1000)
-    const claims = buildClaims({
-      subject: target.subject,
-      issuedAt: now,
-      jti: yield* tokenIds.next,
-      expiresInSeconds: requestTokenSeconds,
-      apis: undefined,
-      permissions: undefined
-    })
-    return yield* signToken(claims, signing)
-  }).pipe(Effect.orDie)
+  const freshToken = yield* makeRequestTokenSigner(target.subject, target.key)
   const auth = HttpApiMiddleware.layerClient(Authentication, ({ next, request }) =>
     Effect.flatMap(freshToken, (token) => next(HttpClientRequest.bearerToken(request, token)))
   )

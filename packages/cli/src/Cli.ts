@@ -6,17 +6,30 @@ import { CliOutput, Command } from "effect/cli"
 import { events } from "./commands/Events.ts"
 import { list } from "./commands/List.ts"
 import { loginRedirect } from "./commands/LoginRedirect.ts"
+import { proxy } from "./commands/Proxy.ts"
 import { signJwt } from "./commands/SignJwt.ts"
+import { signingProxy } from "./commands/SigningProxy.ts"
 import { tasks } from "./commands/Tasks.ts"
 import { signMarketplaceLoginUrl } from "./commands/SignMarketplaceLoginUrl.ts"
 import { verifyJwt } from "./commands/VerifyJwt.ts"
+import { markOneShot } from "./OneShot.ts"
 import { root } from "./Root.ts"
 
 export const version = "0.1.0"
 
 /** `cli` with every subcommand. */
 export const cli = root.pipe(
-  Command.withSubcommands([signJwt, verifyJwt, signMarketplaceLoginUrl, loginRedirect, list, tasks, events])
+  Command.withSubcommands([
+    signJwt,
+    verifyJwt,
+    signMarketplaceLoginUrl,
+    loginRedirect,
+    list,
+    tasks,
+    events,
+    signingProxy,
+    proxy
+  ])
 )
 
 /** Writes usage errors (without the help page) to stderr so stdout carries only command output. */
@@ -39,6 +52,9 @@ export const CliFormatter = Layer.unwrap(
   })
 )
 
-/** Runs `cli` with explicit arguments (without the program name). */
+/**
+ * Runs `cli` with explicit arguments (without the program name); the curl or wget of a one-shot
+ * `proxy` is set apart with `--` first, so its own options are not read as `cli` flags.
+ */
 export const runCli = (args: ReadonlyArray<string>) =>
-  Command.runWith(cli, { version })(args).pipe(Effect.provide(Layer.merge(StderrPresenter, CliFormatter)))
+  Command.runWith(cli, { version })(markOneShot(args)).pipe(Effect.provide(Layer.merge(StderrPresenter, CliFormatter)))
