@@ -69,3 +69,6 @@ export const DisconnectConnectionForceActivity = "core.connection.disconnect.for
 
 /** Cluster singleton that takes the resource snapshots of the `resources.*` metrics (spec 4.7). */
 export const ResourceSnapshotsSingleton = "svc.metrics.resource-snapshots.v1"
+
+/** Cluster singleton that deletes expired request events, recordings and resource snapshots (issue 19 item 5). */
+export const RetentionSingleton = "svc.metrics.retention.v1"

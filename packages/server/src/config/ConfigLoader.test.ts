@@ -58,6 +58,8 @@ describe("ConfigLoader", () => {
           ["admin"]
         )
         assert.strictEqual(config.appMetrics.fullRequestRecording, "never")
+        assert.strictEqual(config.appMetrics.requestEventsRetentionMs, 30 * 24 * 60 * 60 * 1000)
+        assert.strictEqual(config.appMetrics.resourceSnapshotsRetentionMs, 30 * 24 * 60 * 60 * 1000)
       })
     )
   )
@@ -79,7 +81,8 @@ describe("ConfigLoader", () => {
             "      permissions: [{ namespace: 'root.**', resources: ['*'], verbs: [get, list] }]",
             "appMetrics:",
             "  database: { provider: postgres, addresses: ['db:5432'], database: metrics, user: svc, password: 'p@ss' }",
-            "  requestEvents: { fullRequestRecording: always }",
+            "  requestEvents: { fullRequestRecording: always, retention: 7d }",
+            "  resourceSnapshots: { retention: 90d }",
             "host_application: { initiate_session_url: 'https://host.example/session' }",
             "telemetry: { enabled: false, exporter: { endpoint: { envVar: SVC_OTEL_ENDPOINT } } }"
           ].join("\n")
@@ -102,6 +105,8 @@ describe("ConfigLoader", () => {
           keyPrefix: "svc:"
         })
         assert.strictEqual(config.appMetrics.fullRequestRecording, "always")
+        assert.strictEqual(config.appMetrics.requestEventsRetentionMs, 7 * 24 * 60 * 60 * 1000)
+        assert.strictEqual(config.appMetrics.resourceSnapshotsRetentionMs, 90 * 24 * 60 * 60 * 1000)
         assert.deepStrictEqual(config.encryption.rootKey, { source: "file", path: path.join(dir, "keys/root.key") })
       })
     )
@@ -282,6 +287,8 @@ describe("ConfigLoader", () => {
             "system_auth.jwt_signing_key: set exactly one"
           ],
           ["appMetrics: { resourceSnapshotInterval: soon }", "appMetrics.resourceSnapshotInterval"],
+          ["appMetrics: { requestEvents: { retention: 30m } }", "appMetrics.requestEvents.retention: must be at least"],
+          ["appMetrics: { resourceSnapshots: { retention: forever } }", "appMetrics.resourceSnapshots.retention"],
           ["telemetry: { sampling: { ratio: 2 } }", "telemetry.sampling.ratio"],
           ["counter_store: { provider: redis }", "counter_store.url: required"],
           [

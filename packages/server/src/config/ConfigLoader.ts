@@ -11,7 +11,7 @@ import { allServiceIds, type ServiceId } from "@svc/domain/Auth"
 import { issueDetails } from "@svc/domain/Errors"
 import { ConfigFile, type ConfiguredActor, type DatabaseConfig } from "./ConfigSchema.ts"
 import { resolveCluster } from "./ClusterConfig.ts"
-import { defaultDrainTimeoutMs, durationMs, intervalMs } from "./Durations.ts"
+import { defaultDrainTimeoutMs, defaultRetentionMs, durationMs, intervalMs, minimumRetentionMs } from "./Durations.ts"
 import { resolveClientSecrets, resolveRootKey, resolveSigningKey } from "./SecretSources.ts"
 import type { Listener, ResolvedConfig, ResolvedDatabase } from "./SvcConfig.ts"
 
@@ -209,6 +209,20 @@ export const resolve = (file: ConfigFile, source: string, cwd: string): Effect.E
     appMetrics: {
       resourceSnapshotInterval: file.appMetrics?.resourceSnapshotInterval ?? "15m",
       fullRequestRecording: file.appMetrics?.requestEvents?.fullRequestRecording ?? "never",
+      requestEventsRetentionMs: intervalMs(
+        file.appMetrics?.requestEvents?.retention,
+        "appMetrics.requestEvents.retention",
+        defaultRetentionMs,
+        minimumRetentionMs,
+        problems
+      ),
+      resourceSnapshotsRetentionMs: intervalMs(
+        file.appMetrics?.resourceSnapshots?.retention,
+        "appMetrics.resourceSnapshots.retention",
+        defaultRetentionMs,
+        minimumRetentionMs,
+        problems
+      ),
       blobStorage: { ...blob, path: path.resolve(dataDir, blob.path ?? "blobs") }
     },
     labels: {

@@ -157,8 +157,12 @@ export const ConfigFile = Schema.Struct({
       database: Schema.optionalKey(DatabaseConfig),
       resourceSnapshotInterval: Schema.optionalKey(DurationString),
       requestEvents: Schema.optionalKey(
-        Schema.Struct({ fullRequestRecording: Schema.optionalKey(Schema.Literals(["never", "always"])) })
+        Schema.Struct({
+          fullRequestRecording: Schema.optionalKey(Schema.Literals(["never", "always"])),
+          retention: Schema.optionalKey(DurationString)
+        })
       ),
+      resourceSnapshots: Schema.optionalKey(Schema.Struct({ retention: Schema.optionalKey(DurationString) })),
       blobStorage: Schema.optionalKey(
         Schema.Struct({
           provider: Schema.Literals(["filesystem", "s3", "memory"]),

@@ -26,3 +26,9 @@ export const defaultDrainTimeoutMs = 8_000
  * process exits within `http.drain_timeout` + this (10 s by default), by force if it must.
  */
 export const shutdownGraceMs = 2_000
+
+/** `appMetrics.requestEvents.retention` and `appMetrics.resourceSnapshots.retention` default: 30 days. */
+export const defaultRetentionMs = 30 * 24 * 60 * 60 * 1000
+
+/** The shortest retention accepted: one hour. */
+export const minimumRetentionMs = 60 * 60 * 1000

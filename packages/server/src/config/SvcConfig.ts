@@ -73,6 +73,10 @@ export interface ResolvedConfig {
   readonly appMetrics: {
     readonly resourceSnapshotInterval: string
     readonly fullRequestRecording: "never" | "always"
+    /** How long request events and their recordings are kept (`appMetrics.requestEvents.retention`). */
+    readonly requestEventsRetentionMs: number
+    /** How long resource snapshots are kept (`appMetrics.resourceSnapshots.retention`). */
+    readonly resourceSnapshotsRetentionMs: number
     readonly blobStorage: NonNullable<NonNullable<ConfigFile["appMetrics"]>["blobStorage"]>
   }
   /** Carry-forward (spec 2.4): how often the consistency checker runs and the outbox is polled. */

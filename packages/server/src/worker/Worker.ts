@@ -2,7 +2,7 @@
  * The worker service (ARCHITECTURE "Durable work"): the durable work its cluster runner
  * hosts — label propagation and its consistency checker, re-encryption after key rotation, the
  * probe monitor, the token refresh sweep, the Connection entity, the connector lifecycle
- * workflows and the resource snapshots of the metrics.
+ * workflows, the resource snapshots of the metrics and their retention.
  */
 import { parseDuration } from "@svc/domain/Duration"
 import { ResourceSampler } from "@svc/sql/ResourceSnapshotRepo"
@@ -17,6 +17,7 @@ import * as LifecycleLive from "./LifecycleLive.ts"
 import * as ProbeMonitorLive from "./ProbeMonitorLive.ts"
 import * as ReencryptionLive from "./ReencryptionLive.ts"
 import * as ResourceSnapshotsLive from "./ResourceSnapshotsLive.ts"
+import * as RetentionLive from "./RetentionLive.ts"
 import * as TokenRefreshSweepLive from "./TokenRefreshSweepLive.ts"
 
 /** Every entity, singleton and workflow a worker runs; needs its runner (`Membership`), the stores and the services. */
@@ -38,5 +39,9 @@ export const layerNoDeps = (config: ResolvedConfig) =>
     LifecycleLive.layerNoDeps,
     ResourceSnapshotsLive.layerNoDeps({
       interval: Duration.millis(parseDuration(config.appMetrics.resourceSnapshotInterval) ?? 15 * 60_000)
-    }).pipe(Layer.provide(ResourceSampler.layer))
+    }).pipe(Layer.provide(ResourceSampler.layer)),
+    RetentionLive.layer({
+      requestEvents: Duration.millis(config.appMetrics.requestEventsRetentionMs),
+      resourceSnapshots: Duration.millis(config.appMetrics.resourceSnapshotsRetentionMs)
+    })
   )
