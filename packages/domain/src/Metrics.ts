@@ -66,7 +66,9 @@ export const MetricQuery = Schema.Struct({
 
 /** `POST /api/v1/metrics/query` body (spec 4.7). */
 export const MetricsQueryBody = Schema.Struct({
-  range: Schema.Struct({ start: Schema.String, end: Schema.String, step: Schema.String }),
+  range: Schema.Struct({ start: Schema.String, end: Schema.String, step: Schema.String }).annotate({
+    identifier: "MetricsRange"
+  }),
   namespace: Schema.optionalKey(Schema.String),
   labelSelector: Schema.optionalKey(Schema.String),
   queries: Schema.Array(MetricQuery)
@@ -102,7 +104,7 @@ export const MetricsSchema = Schema.Struct({
       groupBy: Schema.Array(Schema.String),
       /** Where the metric comes from: stored request events, or periodic resource snapshots. */
       source: Schema.Literals(["request_events", "resource_snapshots"])
-    })
+    }).annotate({ identifier: "MetricDescriptor" })
   ),
   maxPointsPerSeries: Schema.Number,
   maxQueries: Schema.Number

@@ -26,7 +26,9 @@ export const Task = Schema.Struct({
   updatedAt: Schema.String,
   error: Schema.optionalKey(Schema.String),
   /** Children done of the total (connections of a disconnect-all), once the total is known. */
-  progress: Schema.optionalKey(Schema.Struct({ total: Schema.Number, done: Schema.Number }))
+  progress: Schema.optionalKey(
+    Schema.Struct({ total: Schema.Number, done: Schema.Number }).annotate({ identifier: "TaskProgress" })
+  )
 }).annotate({ identifier: "Task" })
 export type Task = typeof Task.Type
 

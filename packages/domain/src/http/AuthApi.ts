@@ -13,12 +13,12 @@ export const WhoAmI = Schema.Struct({
     namespace: Schema.String,
     labels: Schema.Record(Schema.String, Schema.String),
     permissions: Schema.Array(Permission)
-  }),
+  }).annotate({ identifier: "WhoAmIActor" }),
   token: Schema.Struct({
     service: ServiceId,
     expiresAt: Schema.optionalKey(Schema.String),
     restrictions: Schema.optionalKey(Schema.Array(Permission))
-  })
+  }).annotate({ identifier: "WhoAmIToken" })
 }).annotate({ identifier: "WhoAmI" })
 export type WhoAmI = typeof WhoAmI.Type
 
