@@ -404,6 +404,24 @@ describe("cli proxy", () => {
     expect(upstream.seen().length).toBe(before)
   })
 
+  it("an api that cannot be reached is one line and exit 3 before anything listens", async () => {
+    const closed = await freePort()
+    const out = await start([
+      "proxy",
+      "--apiUrl",
+      `http://127.0.0.1:${closed}`,
+      "--connection",
+      connectionId,
+      "--upstream-base",
+      upstream.origin
+    ]).exit
+    expect(out.code).toBe(3)
+    expect(lines(out.stderr)).toHaveLength(1)
+    expect(out.stderr).toMatch(
+      /^error: connection cxn_\w+: cannot reach the api at http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\)/
+    )
+  })
+
   it("--help shows an example of each mode", async () => {
     const out = await start(["proxy", "--help"]).exit
     expect(out.code).toBe(0)

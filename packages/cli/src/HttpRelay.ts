@@ -16,8 +16,12 @@ import { CliFailure } from "./CliFailure.ts"
 /** The loopback address every listener of the CLI binds. */
 export const loopback = "127.0.0.1"
 
-/** Headers that describe one hop, never forwarded in either direction (RFC 9110 7.6.1), plus Host. */
+/**
+ * Headers that describe one hop, never forwarded in either direction (RFC 9110 7.6.1), plus Host
+ * and Expect (the listener has already answered a `100-continue` itself).
+ */
 const hopByHop = new Set([
+  "expect",
   "connection",
   "keep-alive",
   "proxy-connection",

@@ -15,6 +15,11 @@ export const root = Command.make("cli").pipe(
     { command: "cli list connections -o table", description: "Connections of the svc running in this directory" },
     { command: "cli tasks get tsk_abc123 --wait", description: "Follow a disconnect-all or archive to its end" },
     { command: "cli events tail --statusCodeRange 500-599", description: "Follow failed proxied requests" },
-    { command: "cli sign-jwt --admin --expires-in 12h", description: "An admin token for curl" }
+    { command: "cli sign-jwt --admin --expires-in 12h", description: "An admin token for curl" },
+    { command: "cli signing-proxy", description: "Call the api without a token at http://127.0.0.1:8888" },
+    {
+      command: "cli proxy --connection cxn_123 curl -s https://api.example.com/v1/me",
+      description: "Run one curl through a connection"
+    }
   ])
 )

@@ -31,6 +31,8 @@ import {
   resolveSigningProxyPort
 } from "../SigningProxyPlan.ts"
 
+const rejectedTokenHint = "the target did not accept the signed token: is the signing key the one it verifies with?"
+
 /** The path `--enableLoginRedirect` answers itself (with or without a query). */
 export const loginRedirectPath = "/login-redirect"
 
@@ -169,7 +171,8 @@ export const signingProxy = Command.make(
             const outcome = yield* relay(req, res, { url: forwardUrl(target.base, path), method, headers }, agents)
             yield* Console.error(
               `${method} ${path} -> ${outcome.status ?? "---"} (${Date.now() - started} ms)` +
-                (outcome.error === undefined ? "" : `: ${outcome.error}`)
+                (outcome.error === undefined ? "" : `: ${outcome.error}`) +
+                (outcome.status === 401 ? ` — ${rejectedTokenHint}` : "")
             )
           })
         )
