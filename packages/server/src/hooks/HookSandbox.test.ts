@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit } from "effect"
+import { TestClock } from "effect/testing"
 import { HookFailed, type HookRun, HookSandbox } from "./HookSandbox.ts"
 
 const shared = `
@@ -125,6 +126,21 @@ describe("HookSandbox", () => {
         assert.strictEqual(error.reason, "timeout")
         assert.strictEqual(error.message, "the hook ran longer than 200 ms")
         yield* stillServes
+      })
+    )
+
+    it.effect("a caller that gives up frees its worker (the busy worker is replaced)", () =>
+      Effect.gen(function* () {
+        const sandbox = yield* HookSandbox
+        for (let i = 0; i < 3; i++) {
+          const exit = yield* Effect.exit(
+            sandbox
+              .run({ ...base, hook: "(() => { for(;;){} })()" })
+              .pipe(Effect.timeout("50 millis"), TestClock.withLive)
+          )
+          assert.isTrue(Exit.isFailure(exit))
+        }
+        yield* Effect.all([stillServes, stillServes], { concurrency: "unbounded" })
       })
     )
 

@@ -245,7 +245,7 @@ export class HookSandbox extends Context.Service<
         const withSlot = <A, E>(use: (slot: Slot) => Effect.Effect<A, E>) =>
           permits.withPermits(1)(
             Effect.acquireUseRelease(
-              Effect.sync(() => idle.pop()!),
+              Effect.sync(() => idle.shift()!),
               use,
               (slot, exit) =>
                 Effect.sync(() => {
