@@ -75,6 +75,51 @@ describe("HookSandbox", () => {
       })
     )
 
+    it.effect("the example of docs/migrations.md migrates up and back down", () =>
+      Effect.gen(function* () {
+        const sandbox = yield* HookSandbox
+        const javascript = `function toV2(cfg, labels) {
+  const out = {
+    config: { set: { base_url: "https://" + (cfg.host || "api.example.com") }, unset: ["host"] },
+    labels: { set: { "example.com/schema": "v2" } }
+  }
+  if (cfg.region === undefined) {
+    out.notifications = {
+      set: [{ key: "region.missing", level: "warning", title: "Choose a region",
+              action_url: "/connections?action=configure" }]
+    }
+  }
+  return out
+}`
+        const inputs = { cfg: { host: "api.acme.test" }, labels: {}, annotations: {}, seed: "s" }
+        assert.deepStrictEqual(yield* sandbox.run({ ...inputs, javascript, hook: "toV2(cfg, labels)" }), {
+          config: { set: { base_url: "https://api.acme.test" }, unset: ["host"] },
+          labels: { set: { "example.com/schema": "v2" } },
+          notifications: {
+            set: [
+              {
+                key: "region.missing",
+                level: "warning",
+                title: "Choose a region",
+                action_url: "/connections?action=configure"
+              }
+            ]
+          }
+        })
+        const down = `({ config: { set: { host: cfg.base_url.replace("https://", "") }, unset: ["base_url"] },
+   labels: { unset: ["example.com/schema"] },
+   notifications: { unset: [{ key: "region.missing" }] } })`
+        assert.deepStrictEqual(
+          yield* sandbox.run({ ...inputs, javascript, hook: down, cfg: { base_url: "https://api.acme.test" } }),
+          {
+            config: { set: { host: "api.acme.test" }, unset: ["base_url"] },
+            labels: { unset: ["example.com/schema"] },
+            notifications: { unset: [{ key: "region.missing" }] }
+          }
+        )
+      })
+    )
+
     it.effect("is deterministic: the same seed gives the same output; no wall clock", () =>
       Effect.gen(function* () {
         const sandbox = yield* HookSandbox
