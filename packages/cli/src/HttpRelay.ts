@@ -63,10 +63,15 @@ export interface Forward {
   readonly headers: OutgoingHttpHeaders
 }
 
-/** How a forwarded exchange ended: the status relayed (undefined when none was) and any error. */
+/**
+ * How a forwarded exchange ended: the status relayed (undefined when none was), the failure of
+ * the forwarding if any, and whether the caller left before the end (its choice, not a failure:
+ * `curl -f` hangs up on an error status).
+ */
 export interface RelayOutcome {
   readonly status: number | undefined
   readonly error: string | undefined
+  readonly callerLeft?: boolean
 }
 
 /** TLS choices for https targets: extra trusted certificates, or no verification at all. */
@@ -130,7 +135,15 @@ export const relay = (
       if (answer.statusMessage === undefined) res.writeHead(status, headers)
       else res.writeHead(status, answer.statusMessage, headers)
       res.flushHeaders()
-      pipeline(answer, res, (error) => finish({ status, error: error === undefined ? undefined : errorText(error) }))
+      pipeline(answer, res, (error) => {
+        // the answer's stream is intact: the caller closed its side
+        const callerLeft = error !== undefined && error !== null && answer.errored === null && !res.writableFinished
+        finish(
+          callerLeft
+            ? { status, error: undefined, callerLeft }
+            : { status, error: error === undefined || error === null ? undefined : errorText(error) }
+        )
+      })
     })
     outgoing.on("error", (error) => {
       if (res.headersSent) {
@@ -148,7 +161,7 @@ export const relay = (
     res.on("close", () => {
       if (!res.writableFinished) {
         outgoing.destroy()
-        finish({ status: res.headersSent ? res.statusCode : undefined, error: "the caller went away" })
+        finish({ status: res.headersSent ? res.statusCode : undefined, error: undefined, callerLeft: true })
       }
     })
     pipeline(req, outgoing, () => {})

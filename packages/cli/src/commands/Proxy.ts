@@ -132,7 +132,8 @@ export const proxy = Command.make(
           if (log || outcome.error !== undefined) {
             yield* Console.error(
               `${method} ${upstream.href} -> ${outcome.status ?? "---"} (${Date.now() - started} ms)` +
-                (outcome.error === undefined ? "" : `: ${outcome.error}`)
+                (outcome.error === undefined ? "" : `: ${outcome.error}`) +
+                (outcome.callerLeft === true ? " (the caller left before the end)" : "")
             )
           }
         })

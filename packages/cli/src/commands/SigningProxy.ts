@@ -172,6 +172,7 @@ export const signingProxy = Command.make(
             yield* Console.error(
               `${method} ${path} -> ${outcome.status ?? "---"} (${Date.now() - started} ms)` +
                 (outcome.error === undefined ? "" : `: ${outcome.error}`) +
+                (outcome.callerLeft === true ? " (the caller left before the end)" : "") +
                 (outcome.status === 401 ? ` — ${rejectedTokenHint}` : "")
             )
           })
