@@ -1,7 +1,7 @@
 /**
  * The bench's outputs: the fixed-width table printed on stdout and the JSON document written to
  * test/bench/results/latest.json (schema `version: 1`; `sequences`, `streams`, `cluster`,
- * `lifecycle` and `options.generator` added without a bump).
+ * `lifecycle`, `metrics` and `options.generator` added without a bump).
  */
 import * as fs from "node:fs/promises"
 import * as os from "node:os"
@@ -9,6 +9,7 @@ import * as path from "node:path"
 import { type ClusterReport, formatCluster } from "./Cluster.ts"
 import type { ColdStartResult } from "./ColdStart.ts"
 import { formatLifecycle, type LifecycleReport } from "./Lifecycle.ts"
+import { formatMetrics, type MetricsReport } from "./Metrics.ts"
 import type { SeedResult } from "./ListLatency.ts"
 import type { LoadResult } from "./Load.ts"
 import type { SequenceResult } from "./Sequential.ts"
@@ -145,6 +146,8 @@ export interface BenchReport {
   readonly cluster?: ClusterReport
   /** The lifecycle group (Lifecycle.ts); absent when not run. */
   readonly lifecycle?: LifecycleReport
+  /** The metrics group (Metrics.ts); absent when not run. */
+  readonly metrics?: MetricsReport
 }
 
 export const machineInfo = (): BenchReport["machine"] => ({
@@ -434,6 +437,7 @@ export const formatTable = (report: BenchReport): string => {
   for (const group of report.sequences) out.push(...formatSequence(group))
   if (report.cluster !== undefined) out.push(...formatCluster(report.cluster))
   if (report.lifecycle !== undefined) out.push(...formatLifecycle(report.lifecycle))
+  if (report.metrics !== undefined) out.push(...formatMetrics(report.metrics))
   return `${out.join("\n")}\n`
 }
 

@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: start-up times of the embedded default, then every load group, stream group and
- * sequence group of Scenarios.ts, then the cluster group and the lifecycle group, in one run
+ * sequence group of Scenarios.ts, then the cluster group, the lifecycle group and the metrics group, in one run
  * (`--only` picks some); prints a table on stdout, progress on stderr, and writes
  * test/bench/results/latest.json. A target is started on first use and stopped after the last
  * group that uses it. Loopback only, bounded in time (about 5 min with the defaults;
@@ -15,6 +15,7 @@ import { type ColdStartResult, measureColdStart } from "./ColdStart.ts"
 import { onGeneratorCpu } from "./Cpu.ts"
 import { selectGenerator } from "./Generator.ts"
 import { lifecycleBudgetS, measureLifecycle } from "./Lifecycle.ts"
+import { defaultEmbeddedEvents, defaultPostgresEvents, measureMetrics, metricsBudgetS } from "./Metrics.ts"
 import { nowMs } from "./Ready.ts"
 import {
   type BenchReport,
@@ -46,6 +47,7 @@ import type { StoreProbe } from "./Target.ts"
 
 const usage = `usage: node test/bench/run.ts [--duration <s>] [--warmup <s>] [--seed <n>] [--quick]
                               [--generator auto|wrk|undici] [--only <ids>] [--max-time <s>]
+                              [--metrics-events <n>] [--metrics-embedded-events <n>]
   --duration   measured seconds per load row (default 5, at most 60; wrk rounds up to whole seconds)
   --warmup     warm-up seconds before each load row (default 1)
   --seed       rows a seeding target creates, e.g. connections for the list latency (default 10000)
@@ -55,12 +57,17 @@ const usage = `usage: node test/bench/run.ts [--duration <s>] [--warmup <s>] [--
                in-process undici one
   --only       comma-separated parts to run, by id: start-up, a load group (ping, proxy), a
                stream group (proxy-stream), a sequence group (list-connections), cluster,
-               lifecycle (default: all of them)
+               lifecycle, metrics (default: all of them)
+  --metrics-events           request events the metrics group seeds on PostgreSQL (default
+               5000000 with --only metrics, 1000000 in a full run, 200000 with --quick)
+  --metrics-embedded-events  request events it seeds on the embedded PGlite (default 500000,
+               50000 with --quick)
   --max-time   hard cap on the whole run; then everything is killed, exit 124
                (default max(300, 120 + 2 x rows x (duration + warmup) + per stream target
                (20 s per upload + 0.5 s per SSE sample) + 60 + seed / 25 per sequence group
                + 60 when a load group has a PostgreSQL + Redis target + 120 for the cluster
-               group + 120 for the lifecycle group))`
+               group + 120 for the lifecycle group + 60 + 40 s per million PostgreSQL events
+               + 200 s per million embedded events for the metrics group))`
 
 const { values } = parseArgs({
   options: {
@@ -71,6 +78,8 @@ const { values } = parseArgs({
     generator: { type: "string", default: "auto" },
     only: { type: "string" },
     "max-time": { type: "string" },
+    "metrics-events": { type: "string" },
+    "metrics-embedded-events": { type: "string" },
     help: { type: "boolean", default: false }
   }
 })
@@ -105,7 +114,8 @@ if (only !== undefined) {
     "start-up",
     ...[...allLoadGroups, ...allStreamGroups, ...allSequenceGroups].map((g) => g.id),
     "cluster",
-    "lifecycle"
+    "lifecycle",
+    "metrics"
   ]
   const unknown = [...only].filter((id) => !known.includes(id))
   if (unknown.length > 0 || only.size === 0) fail(`--only: unknown "${unknown.join(",")}"; one of ${known.join(", ")}`)
@@ -117,6 +127,7 @@ const sequenceGroups = allSequenceGroups.filter((g) => selected(g.id))
 const runStartUp = selected("start-up")
 const runCluster = selected("cluster")
 const runLifecycle = selected("lifecycle")
+const runMetrics = selected("metrics")
 
 const durationS = generator.seconds(seconds(values.duration, values.quick ? 1 : 5, 60))
 const warmupS = generator.seconds(seconds(values.warmup, values.quick ? 0.5 : 1, 10))
@@ -129,6 +140,26 @@ const seedCount = ((raw: string | undefined) => {
   }
   return value
 })(values.seed)
+const eventCount = (raw: string | undefined, flag: string, fallback: number): number => {
+  if (raw === undefined) return fallback
+  const value = Number(raw)
+  if (!Number.isInteger(value) || value < 1000 || value > 50_000_000) {
+    fail(`expected ${flag} to be an integer in [1000, 50000000], got "${raw}"`)
+  }
+  return value
+}
+const metricsEvents = {
+  postgres: eventCount(
+    values["metrics-events"],
+    "--metrics-events",
+    values.quick ? 200_000 : only === undefined ? defaultPostgresEvents.full : defaultPostgresEvents.only
+  ),
+  embedded: eventCount(
+    values["metrics-embedded-events"],
+    "--metrics-embedded-events",
+    values.quick ? 50_000 : defaultEmbeddedEvents
+  )
+}
 const sequenceCounts = (group: SequenceGroup) =>
   values.quick
     ? { warmup: Math.min(group.warmup, 10), requests: Math.min(group.requests, 50) }
@@ -154,7 +185,8 @@ const defaultCapS = Math.max(
     sequenceBudgetS +
     productionBudgetS +
     (runCluster ? clusterBudgetS : 0) +
-    (runLifecycle ? lifecycleBudgetS : 0)
+    (runLifecycle ? lifecycleBudgetS : 0) +
+    (runMetrics ? metricsBudgetS(metricsEvents.postgres, metricsEvents.embedded) : 0)
 )
 const hardCapMs = seconds(values["max-time"], defaultCapS, 3600) * 1000
 const resultsFile = fileURLToPath(new URL("./results/latest.json", import.meta.url))
@@ -415,6 +447,9 @@ const main = async (): Promise<number> => {
       `${streamGroups.length} stream group(s); ${sequenceGroups.length} sequence group(s), seed ${seedCount}; ` +
       (runCluster ? "the cluster group; " : "") +
       (runLifecycle ? "the lifecycle group; " : "") +
+      (runMetrics
+        ? `the metrics group (${metricsEvents.postgres} events on PostgreSQL, ${metricsEvents.embedded} embedded); `
+        : "") +
       `hard cap ${hardCapMs / 1000} s`
   )
   progress(`load generator: ${generator.description}`)
@@ -436,6 +471,14 @@ const main = async (): Promise<number> => {
     const sequences = await measureSequences()
     const cluster = runCluster ? await measureCluster({ quick: values.quick, progress }) : undefined
     const lifecycle = runLifecycle ? await measureLifecycle({ quick: values.quick, progress }) : undefined
+    const metrics = runMetrics
+      ? await measureMetrics({
+          quick: values.quick,
+          progress,
+          postgresEvents: metricsEvents.postgres,
+          embeddedEvents: metricsEvents.embedded
+        })
+      : undefined
     const report: BenchReport = {
       version: 1,
       startedAt,
@@ -448,7 +491,8 @@ const main = async (): Promise<number> => {
       streams,
       sequences,
       ...(cluster === undefined ? {} : { cluster }),
-      ...(lifecycle === undefined ? {} : { lifecycle })
+      ...(lifecycle === undefined ? {} : { lifecycle }),
+      ...(metrics === undefined ? {} : { metrics })
     }
     process.stdout.write(formatTable(report))
     await writeJson(resultsFile, report)
@@ -460,7 +504,8 @@ const main = async (): Promise<number> => {
       streams.some((g) => g.rows.some((row) => broke(row.skipped))) ||
       sequences.some((g) => broke(g.skipped)) ||
       broke(cluster?.skipped) ||
-      broke(lifecycle?.skipped)
+      broke(lifecycle?.skipped) ||
+      (metrics?.backends.some((b) => broke(b.skipped)) ?? false)
     return failed ? 1 : 0
   } finally {
     for (const id of [...running.keys()]) await stopTarget(id)
