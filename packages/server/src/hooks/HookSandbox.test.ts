@@ -267,6 +267,36 @@ describe("HookSandbox", () => {
       })
     )
 
+    it.effect("hostile thrown values and toJSON are read without running hook code past the deadline", () =>
+      Effect.gen(function* () {
+        const getter = yield* failure({
+          ...base,
+          hook: "(() => { throw { get message() { for (;;) {} }, get name() { for (;;) {} } } })()",
+          timeout: "300 millis"
+        })
+        assert.strictEqual(getter.reason, "runtime")
+        const thrownNull = yield* failure({ ...base, hook: "(() => { throw null })()" })
+        assert.deepStrictEqual([thrownNull.reason, thrownNull.message], ["runtime", "the hook threw null"])
+        const thrownString = yield* failure({ ...base, hook: "(() => { throw 'x'.repeat(1e7) })()" })
+        assert.strictEqual(thrownString.reason, "runtime")
+        assert.isAtMost(thrownString.message.length, 400)
+        const thrownSecret = yield* failure({ ...base, hook: "(() => { throw 'x'.repeat(290) + cfg.token })()" })
+        assert.notInclude(thrownSecret.message, secret.slice(0, 3))
+        const thrownPromise = yield* failure({ ...base, hook: "(() => { throw Promise.resolve(1) })()" })
+        assert.strictEqual(thrownPromise.reason, "runtime")
+        const toJson = yield* failure({ ...base, hook: "({ toJSON() { for (;;) {} } })", timeout: "300 millis" })
+        assert.strictEqual(toJson.reason, "timeout")
+        const cyclic = yield* failure({ ...base, hook: "(() => { const a = {}; a.a = a; return a })()" })
+        assert.strictEqual(cyclic.reason, "invalid_output")
+        const rejected = yield* failure({ ...base, hook: "Promise.reject(new TypeError('no'))" })
+        assert.deepStrictEqual(
+          [rejected.reason, rejected.message],
+          ["runtime", "the hook threw TypeError: no (hook line 1, column 29)"]
+        )
+        yield* stillServes
+      })
+    )
+
     it.effect("huge output fails with reason invalid_output", () =>
       Effect.gen(function* () {
         const error = yield* failure({ ...base, hook: "({ config: { set: { big: 'x'.repeat(2e6) } } })" })

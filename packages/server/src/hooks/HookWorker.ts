@@ -80,17 +80,29 @@ const prelude = `(function (inputs, a, b, c, d) {
 type Failure = Omit<Extract<HookAnswer, { readonly ok: false }>, "id">
 
 const maxMessage = 300
+const maxScanned = 4096
 
-// A message must not repeat a secret: exact configuration values, and quoted fragments of them
-// (QuickJS quotes the offending token, e.g. JSON.parse's "unexpected token: '…'").
+// A message must not repeat a secret: exact configuration values, quoted fragments of them
+// (QuickJS quotes the offending token, e.g. JSON.parse's "unexpected token: '…'"), and a secret's
+// beginning left at the end of a truncated message.
 const redact = (message: string, secrets: ReadonlyArray<string>): string => {
-  let out = message
+  let out = message.length > maxScanned ? message.slice(0, maxScanned) : message
   for (const secret of secrets) if (secret.length >= 3) out = out.split(secret).join("[redacted]")
   out = out.replace(/'([^']*)'|"([^"]*)"/g, (quoted, single: string | undefined, double: string | undefined) => {
     const inner = single ?? double ?? ""
     return inner.length > 0 && secrets.some((secret) => secret.includes(inner)) ? "'[redacted]'" : quoted
   })
-  return out.length > maxMessage ? `${out.slice(0, maxMessage)}…` : out
+  if (out.length <= maxMessage && message.length <= maxScanned) return out
+  out = out.slice(0, maxMessage)
+  for (const secret of secrets) {
+    for (let k = Math.min(secret.length - 1, out.length); k >= 3; k--) {
+      if (out.endsWith(secret.slice(0, k))) {
+        out = out.slice(0, out.length - k)
+        break
+      }
+    }
+  }
+  return `${out}…`
 }
 
 const field = (record: unknown, key: string): unknown =>
@@ -105,21 +117,43 @@ const location = (stack: unknown, file: string, lineOffset: number): string => {
   return line >= 1 ? ` (${file === "hook.js" ? "hook" : "javascript"} line ${line}, column ${match[2]})` : ""
 }
 
+/** The deadline state of one run; `freeze` stops any hook code that reading an error would run. */
+interface Guard {
+  readonly timedOut: () => boolean
+  readonly freeze: () => void
+  readonly nearMemoryLimit: () => boolean
+}
+
+// Reads a thrown value without letting hook code run (getters, toJSON): the runtime is frozen.
+const readThrown = (context: QuickJSContext, handle: QuickJSHandle, guard: Guard): unknown => {
+  guard.freeze()
+  try {
+    return context.dump(handle)
+  } catch {
+    return { name: "Error", message: "(a thrown value that cannot be read)" }
+  } finally {
+    if (handle.alive) handle.dispose()
+  }
+}
+
 const classify = (
   context: QuickJSContext,
   handle: QuickJSHandle,
   job: HookJob,
-  interrupted: () => boolean,
+  guard: Guard,
   phase: "javascript" | "hook" | "output"
 ): Failure => {
-  const dumped: unknown = context.dump(handle)
-  handle.dispose()
+  const dumped = readThrown(context, handle, guard)
   const name = field(dumped, "name")
   const message = field(dumped, "message")
   const text = typeof message === "string" ? message : ""
-  if (interrupted())
+  if (guard.timedOut())
     return { ok: false, reason: "timeout", message: `the hook ran longer than ${job.timeoutMs} ms`, replace: false }
-  if (dumped === null || (name === "InternalError" && /out of memory|string too long/i.test(text))) {
+  // QuickJS throws `null` when it cannot even allocate the out-of-memory error.
+  if (
+    (name === "InternalError" && /out of memory|string too long/i.test(text)) ||
+    (dumped === null && guard.nearMemoryLimit())
+  ) {
     return {
       ok: false,
       reason: "memory",
@@ -130,12 +164,19 @@ const classify = (
   if ((name === "RangeError" || name === "InternalError") && /stack (size exceeded|overflow)/i.test(text)) {
     return { ok: false, reason: "stack", message: "the hook nested calls too deeply (stack limit)", replace: false }
   }
-  const label = typeof name === "string" ? name : "Error"
+  const what =
+    typeof dumped === "string"
+      ? `a string: ${redact(dumped, job.secrets)}`
+      : typeof dumped === "object" && dumped !== null
+        ? `${typeof name === "string" ? redact(name, job.secrets) : "Error"}: ${redact(text, job.secrets)}`
+        : dumped === null || dumped === undefined
+          ? String(dumped)
+          : `a ${typeof dumped}`
   if (phase === "output") {
     return {
       ok: false,
       reason: "invalid_output",
-      message: `the output cannot be written as JSON: ${label}: ${redact(text, job.secrets)}`,
+      message: `the output cannot be written as JSON: ${what}`,
       replace: false
     }
   }
@@ -144,12 +185,7 @@ const classify = (
       ? location(field(dumped, "stack"), "hook.js", job.hookLineOffset)
       : location(field(dumped, "stack"), "javascript.js", 0)
   const origin = phase === "hook" ? "the hook" : "the shared javascript"
-  return {
-    ok: false,
-    reason: "runtime",
-    message: `${origin} threw ${label}: ${redact(text, job.secrets)}${where}`,
-    replace: false
-  }
+  return { ok: false, reason: "runtime", message: `${origin} threw ${what}${where}`, replace: false }
 }
 
 const syntaxProblem = (
@@ -178,15 +214,33 @@ const module = await newQuickJSWASMModule()
 
 const runJob = (job: HookJob): HookAnswer => {
   const deadline = performance.now() + job.timeoutMs
-  let stopped = false
+  let timedOut = false
+  let frozen = false
   const runtime = module.newRuntime()
   runtime.setMemoryLimit(job.memoryBytes)
   runtime.setMaxStackSize(job.stackBytes)
   runtime.setInterruptHandler(() => {
-    if (performance.now() > deadline) stopped = true
-    return stopped
+    if (frozen) return true
+    if (performance.now() > deadline) timedOut = true
+    return timedOut
   })
-  const interrupted = () => stopped
+  const guard: Guard = {
+    timedOut: () => timedOut,
+    freeze: () => {
+      frozen = true
+    },
+    nearMemoryLimit: () => {
+      try {
+        // A plain data property: reading it runs no code, so the frozen runtime allows it.
+        const used = runtime
+          .computeMemoryUsage()
+          .consume((usage) => context.getProp(usage, "memory_used_size").consume((size) => context.getNumber(size)))
+        return !(used < job.memoryBytes * 0.9)
+      } catch {
+        return true
+      }
+    }
+  }
   // No `Date`: a hook cannot read the wall clock (spec 2.10: deterministic).
   const context = runtime.newContext({ intrinsics: { ...DefaultIntrinsics, Date: false } })
   try {
@@ -201,24 +255,24 @@ const runJob = (job: HookJob): HookAnswer => {
 
     const install = context.evalCode(prelude, "prelude.js", { type: "global" })
     if (install.error !== undefined)
-      return { id: job.id, ...classify(context, install.error, job, interrupted, "javascript") }
+      return { id: job.id, ...classify(context, install.error, job, guard, "javascript") }
     const args = [context.newString(job.inputs), ...job.seed.map((word) => context.newNumber(word))]
     const finished = context.callFunction(install.value, context.undefined, ...args)
     install.value.dispose()
     for (const arg of args) arg.dispose()
     if (finished.error !== undefined)
-      return { id: job.id, ...classify(context, finished.error, job, interrupted, "javascript") }
+      return { id: job.id, ...classify(context, finished.error, job, guard, "javascript") }
     const finish = finished.value
     try {
       if (job.javascript !== undefined) {
         const shared = context.evalCode(job.javascript, "javascript.js", { type: "global" })
         if (shared.error !== undefined)
-          return { id: job.id, ...classify(context, shared.error, job, interrupted, "javascript") }
+          return { id: job.id, ...classify(context, shared.error, job, guard, "javascript") }
         shared.value.dispose()
       }
       const evaluated = context.evalCode(job.hook, "hook.js", { type: "global" })
       if (evaluated.error !== undefined)
-        return { id: job.id, ...classify(context, evaluated.error, job, interrupted, "hook") }
+        return { id: job.id, ...classify(context, evaluated.error, job, guard, "hook") }
       let value = evaluated.value
       const state = context.getPromiseState(value)
       if (state.type !== "fulfilled" || state.notAPromise !== true) {
@@ -228,7 +282,7 @@ const runJob = (job: HookJob): HookAnswer => {
         const jobs = runtime.executePendingJobs()
         if (jobs.error !== undefined) {
           value.dispose()
-          return { id: job.id, ...classify(context, jobs.error, job, interrupted, "hook") }
+          return { id: job.id, ...classify(context, jobs.error, job, guard, "hook") }
         }
         const settled = context.getPromiseState(value)
         value.dispose()
@@ -241,14 +295,13 @@ const runJob = (job: HookJob): HookAnswer => {
             replace: false
           }
         }
-        if (settled.type === "rejected")
-          return { id: job.id, ...classify(context, settled.error, job, interrupted, "hook") }
+        if (settled.type === "rejected") return { id: job.id, ...classify(context, settled.error, job, guard, "hook") }
         value = settled.value
       }
       const serialised = context.callFunction(finish, context.undefined, value, context.newNumber(job.maxOutputChars))
       value.dispose()
       if (serialised.error !== undefined)
-        return { id: job.id, ...classify(context, serialised.error, job, interrupted, "output") }
+        return { id: job.id, ...classify(context, serialised.error, job, guard, "output") }
       const output: unknown = context.dump(serialised.value)
       serialised.value.dispose()
       if (typeof output === "string") return { id: job.id, ok: true, output }
