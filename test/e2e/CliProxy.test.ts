@@ -213,7 +213,8 @@ describe("cli signing-proxy", () => {
   })
 
   it("streams a chunked upload and a held-open answer both ways (through _proxy_raw to an upstream)", async () => {
-    const { url, proc } = await serve(["signing-proxy", "--proxyTo", apiUrl, "--port", "0"])
+    const { url, proc } = await serve(["signing-proxy", "--apiUrl", apiUrl, "--port", "0"])
+    expect(proc.stderr()).toContain(`-> api ${apiUrl}/`)
     const answer = await streamThrough(`${url}/api/v1/connections/${connectionId}/_proxy_raw`, {
       "x-svc-upstream-url": `${streaming.origin}/upload`,
       "content-type": "text/plain"

@@ -62,6 +62,8 @@ describe("resolveProxyTarget", () => {
       name: "api",
       base: "https://api.example/svc"
     })
+    const withApiUrl = resolveProxyTarget("api", loaded({ server: { api: "https://c" } }), Option.some("http://f:1"))
+    assert.strictEqual(Result.isSuccess(withApiUrl) ? withApiUrl.success.base.href : "", "http://f:1/")
     assert.deepStrictEqual(target("http://h.example:9/p/"), {
       name: "http://h.example:9",
       base: "http://h.example:9/p/"

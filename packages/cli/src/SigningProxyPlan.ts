@@ -50,12 +50,19 @@ const parseBase = (text: string, what: string): Result.Result<URL, CliFailure> =
 }
 
 /**
- * Resolves `--proxyTo`: a service id takes config `server.api`, `server.admin_api` or
+ * Resolves `--proxyTo`: a service id takes config `server.api` (overridden by `--apiUrl`), `server.admin_api` or
  * `server.marketplace` (else `server.auth`) and else the embedded default; anything else must be
  * an absolute http(s) URL, whose path becomes a prefix of every forwarded path.
  */
-export const resolveProxyTarget = (proxyTo: string, loaded: LoadedConfig): Result.Result<ProxyTarget, CliFailure> => {
+export const resolveProxyTarget = (
+  proxyTo: string,
+  loaded: LoadedConfig,
+  apiUrl: Option.Option<string> = Option.none()
+): Result.Result<ProxyTarget, CliFailure> => {
   const server = loaded.config.server
+  if (proxyTo === "api" && Option.isSome(apiUrl)) {
+    return Result.map(parseBase(apiUrl.value, "--apiUrl"), (base) => ({ name: "api", base, embedded: false }))
+  }
   const configured =
     proxyTo === "api"
       ? server?.api

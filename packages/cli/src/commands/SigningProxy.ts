@@ -89,6 +89,11 @@ const flags = {
     Flag.withDefault(false),
     Flag.withDescription("Do not verify the https target's certificate at all")
   ),
+  apiUrl: Flag.String("apiUrl").pipe(
+    Flag.withMetavar("URL"),
+    Flag.withDescription("With --proxyTo api (the default): the api's base URL instead of config server.api"),
+    Flag.optional
+  ),
   actorId: Flag.String("actorId").pipe(
     Flag.withMetavar("EXTERNAL_ID"),
     Flag.withDescription('Actor the tokens are signed for (default: config admin_username, else "admin")'),
@@ -104,6 +109,7 @@ const flagErrors = (parsed: Command.Command.Config.Infer<typeof flags>): Readonl
   }
   if (parsed.clone < 0 || parsed.clone > 1000) errors.push("--clone must be between 0 and 1000")
   if (Option.isSome(parsed.port) && parsed.clone !== 0) errors.push("--port and --clone are mutually exclusive")
+  if (Option.isSome(parsed.apiUrl) && parsed.proxyTo !== "api") errors.push("--apiUrl applies to --proxyTo api only")
   if (parsed.insecure && Option.isSome(parsed.caCert)) errors.push("--insecure and --caCert are mutually exclusive")
   if (!parsed.enableLoginRedirect && (Option.isSome(parsed.returnTo) || Option.isSome(parsed.marketplaceUrl))) {
     errors.push("--returnTo and --marketplaceUrl need --enableLoginRedirect")
@@ -119,7 +125,7 @@ export const signingProxy = Command.make(
   Effect.fn("SigningProxy")(function* (parsed) {
     const { config } = yield* root
     const loaded = yield* loadCliConfig(config)
-    const target = yield* Effect.fromResult(resolveProxyTarget(parsed.proxyTo, loaded))
+    const target = yield* Effect.fromResult(resolveProxyTarget(parsed.proxyTo, loaded, parsed.apiUrl))
     const envName = loaded.config.signing_proxy?.port?.env_var ?? defaultPortEnvVar
     const envValue = yield* Config.option(Config.String(envName)).pipe(Effect.orElseSucceed(() => Option.none()))
     const { port, source } = yield* Effect.fromResult(
