@@ -189,6 +189,30 @@ describe("HookSandbox", () => {
       })
     )
 
+    it.effect("catastrophic regex backtracking times out", () =>
+      Effect.gen(function* () {
+        const error = yield* failure({
+          ...base,
+          hook: "/^(a+)+$/.test('a'.repeat(40) + 'b')",
+          timeout: "200 millis"
+        })
+        assert.strictEqual(error.reason, "timeout")
+        yield* stillServes
+      })
+    )
+
+    it.effect("a hook stuck in native code past its deadline is stopped (watchdog or QuickJS)", () =>
+      Effect.gen(function* () {
+        const error = yield* failure({
+          ...base,
+          hook: "(() => { const a = []; for (;;) a.push(new Array(1e5).fill(1)) })()",
+          timeout: "100 millis"
+        })
+        assert.oneOf(error.reason, ["timeout", "memory"])
+        yield* stillServes
+      })
+    )
+
     it.effect("a timeout longer than the cap is clamped to the cap", () =>
       Effect.gen(function* () {
         const error = yield* failure({ ...base, hook: "(() => { while (true) {} })()", timeout: "1 hour" })
