@@ -11,6 +11,7 @@ import { RetentionRepo, retentionBatchSize } from "@svc/sql/RetentionRepo"
 import { Clock, Duration, Effect, Layer } from "effect"
 import { type Sharding, Singleton } from "effect/cluster"
 import { SqlClient } from "effect/sql"
+import type { ResolvedConfig } from "../config/SvcConfig.ts"
 import { Recordings } from "../events/Recordings.ts"
 import { AppMetricsSql } from "../stores/Database.ts"
 
@@ -34,6 +35,19 @@ export interface RetentionPass {
   readonly snapshots: number
   /** Delete statements run. */
   readonly batches: number
+}
+
+/**
+ * Rows per statement on the embedded PGlite, whose statements run on the event loop of the
+ * process that proxies: measured on 500,000 events, a 5,000-row delete takes 25–125 ms there, a
+ * 1,000-row one 4–8 ms.
+ */
+export const embeddedBatchSize = 1000
+
+/** The batch size for the configured app-metrics database. */
+export const batchSizeFor = (config: ResolvedConfig): number => {
+  const database = config.appMetricsDatabase === "main" ? config.database : config.appMetricsDatabase
+  return database.provider === "pglite" ? embeddedBatchSize : retentionBatchSize
 }
 
 /** Blob removals in flight at once. */

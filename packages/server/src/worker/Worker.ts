@@ -42,6 +42,7 @@ export const layerNoDeps = (config: ResolvedConfig) =>
     }).pipe(Layer.provide(ResourceSampler.layer)),
     RetentionLive.layer({
       requestEvents: Duration.millis(config.appMetrics.requestEventsRetentionMs),
-      resourceSnapshots: Duration.millis(config.appMetrics.resourceSnapshotsRetentionMs)
+      resourceSnapshots: Duration.millis(config.appMetrics.resourceSnapshotsRetentionMs),
+      batchSize: RetentionLive.batchSizeFor(config)
     })
   )
