@@ -5,7 +5,7 @@
  * curl https://api.example.com/v1/x`) starts a listener per upstream origin on a free port,
  * points the command's URLs at it, runs the command and exits with its exit code.
  */
-import { Console, Effect, Option } from "effect"
+import { Clock, Console, Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { spawn } from "node:child_process"
 import type { IncomingMessage, ServerResponse } from "node:http"
@@ -124,14 +124,15 @@ export const proxy = Command.make(
     const forwarding =
       (agents: Agents, upstreamBase: URL, log: boolean) => (req: IncomingMessage, res: ServerResponse) =>
         Effect.gen(function* () {
-          const started = Date.now()
+          const started = yield* Clock.currentTimeMillis
           const method = req.method ?? "GET"
           const upstream = forwardUrl(upstreamBase, req.url ?? "/")
           const request = rawRequest(target.apiUrl, flags.connection, method, upstream, req.headers, yield* freshToken)
           const outcome = yield* relay(req, res, request, agents)
+          const elapsed = (yield* Clock.currentTimeMillis) - started
           if (log || outcome.error !== undefined) {
             yield* Console.error(
-              `${method} ${upstream.href} -> ${outcome.status ?? "---"} (${Date.now() - started} ms)` +
+              `${method} ${upstream.href} -> ${outcome.status ?? "---"} (${elapsed} ms)` +
                 (outcome.error === undefined ? "" : `: ${outcome.error}`) +
                 (outcome.callerLeft === true ? " (the caller left before the end)" : "")
             )

@@ -3,7 +3,7 @@
  * svc service (or any URL) with a freshly signed admin token in `Authorization`, bodies streamed
  * both ways; `--enableLoginRedirect` also answers `/login-redirect` like `cli login-redirect`.
  */
-import { Config, Console, Effect, Option } from "effect"
+import { Clock, Config, Console, Effect, Option } from "effect"
 import { CliError, Command, Flag } from "effect/cli"
 import * as NodePath from "node:path"
 import { rootCertificates } from "node:tls"
@@ -161,7 +161,7 @@ export const signingProxy = Command.make(
         )
         const listening = yield* listenLoopback(port, (req, res) =>
           Effect.gen(function* () {
-            const started = Date.now()
+            const started = yield* Clock.currentTimeMillis
             const path = req.url ?? "/"
             const method = req.method ?? "GET"
             if (loginSigner !== undefined && (path === loginRedirectPath || path.startsWith(`${loginRedirectPath}?`))) {
@@ -175,8 +175,9 @@ export const signingProxy = Command.make(
             const headers = copyHeaders(req.headers, (name) => name === "authorization")
             headers.authorization = `Bearer ${token}`
             const outcome = yield* relay(req, res, { url: forwardUrl(target.base, path), method, headers }, agents)
+            const elapsed = (yield* Clock.currentTimeMillis) - started
             yield* Console.error(
-              `${method} ${path} -> ${outcome.status ?? "---"} (${Date.now() - started} ms)` +
+              `${method} ${path} -> ${outcome.status ?? "---"} (${elapsed} ms)` +
                 (outcome.error === undefined ? "" : `: ${outcome.error}`) +
                 (outcome.callerLeft === true ? " (the caller left before the end)" : "") +
                 (outcome.status === 401 ? ` — ${rejectedTokenHint}` : "")
