@@ -6,8 +6,8 @@
  * memory limit and a ~1 MB QuickJS stack (the worker's 32 MB thread stack makes deep recursion a
  * clean error); no host access; deterministic (`Date` absent, `eval` and Function constructors
  * refused, `Math.random` seeded by the caller). Output is JSON validated against `HookResult`.
- * A worker that crashed, timed out or was abandoned is replaced. Failures are `HookFailed` with a
- * reason and a message that never repeats the configuration's string values.
+ * A worker that crashed, timed out, hit a limit or was abandoned is replaced. Failures are
+ * `HookFailed` with a reason and a message that never repeats the configuration's string values.
  */
 import * as os from "node:os"
 import { Worker } from "node:worker_threads"
@@ -131,6 +131,12 @@ const stringsOf = (value: unknown): ReadonlyArray<string> => {
 const failed = (reason: HookFailureReason, message: string, details?: ReadonlyArray<ErrorDetail>) =>
   new HookFailed(details === undefined ? { reason, message } : { reason, message, details })
 
+/**
+ * Failures after which a worker is replaced even though it answered: its WebAssembly heap grew
+ * to the limit (it never shrinks) or the hook was stopped mid-way; a fresh worker is the clean state.
+ */
+const replacedAfter: ReadonlySet<HookFailureReason> = new Set(["timeout", "memory", "stack", "crashed"])
+
 /** Sends one job to a slot's worker and waits for its answer, the watchdog, or a crash. */
 const exchange = (slot: Slot, job: HookJob): Effect.Effect<HookAnswer> =>
   Effect.callback<HookAnswer>((resume) => {
@@ -144,7 +150,7 @@ const exchange = (slot: Slot, job: HookJob): Effect.Effect<HookAnswer> =>
       resume(Effect.succeed(answer))
     }
     const onMessage = (answer: HookAnswer) => {
-      if (answer.id === job.id) finish(answer, !answer.ok && answer.replace)
+      if (answer.id === job.id) finish(answer, !answer.ok && (answer.replace || replacedAfter.has(answer.reason)))
     }
     const onError = (error: Error) => {
       const outOfMemory = (error as { code?: unknown }).code === "ERR_WORKER_OUT_OF_MEMORY"
@@ -249,7 +255,7 @@ export class HookSandbox extends Context.Service<
               use,
               (slot, exit) =>
                 Effect.sync(() => {
-                  if (slot.broken || Exit.isFailure(exit)) {
+                  if (slot.broken || Exit.hasInterrupts(exit)) {
                     retire(slot)
                     add()
                   } else idle.push(slot)
@@ -287,7 +293,10 @@ export class HookSandbox extends Context.Service<
             secrets: stringsOf(input.cfg)
           }
           const output = yield* withSlot((slot) => execute(slot, job))
-          const parsed: unknown = JSON.parse(output)
+          const parsed = yield* Effect.try({
+            try: (): unknown => JSON.parse(output),
+            catch: () => failed("invalid_output", "the output is not JSON")
+          })
           return yield* decodeHookResult(parsed).pipe(
             Effect.mapError((details) =>
               failed(
