@@ -1,20 +1,24 @@
-import { assert, layer } from "@effect/vitest"
+import { assert, it, layer } from "@effect/vitest"
 import type { RequestEvent } from "@svc/domain/RequestEvent"
 import { DataKeyRepo } from "@svc/sql/DataKeyRepo"
 import * as Migrations from "@svc/sql/Migrations"
 import { RequestEventRepo } from "@svc/sql/RequestEventRepo"
 import { type ResourceSample, ResourceSnapshotRepo } from "@svc/sql/ResourceSnapshotRepo"
-import { RetentionRepo } from "@svc/sql/RetentionRepo"
+import { RetentionRepo, retentionBatchSize } from "@svc/sql/RetentionRepo"
 import * as TestDatabase from "@svc/sql/TestDatabase"
 import { sampleRequestEvent } from "@svc/sql/TestRows"
 import { Effect, Exit, Layer, Option } from "effect"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
 import * as Envelope from "../crypto/Envelope.ts"
 import { Encryption } from "../crypto/Encryption.ts"
 import { BlobStorage, BlobStorageError } from "../events/BlobStorage.ts"
 import { Recordings, recordingKeys } from "../events/Recordings.ts"
-import { runPass } from "./RetentionLive.ts"
+import { loadConfig } from "../config/ConfigLoader.ts"
+import { batchSizeFor, embeddedBatchSize, runPass } from "./RetentionLive.ts"
 
 const day = 24 * 60 * 60 * 1000
 /**
@@ -154,3 +158,19 @@ for (const [backend, db] of TestDatabase.backends) {
     )
   })
 }
+
+it.effect("batches of 1,000 on the embedded database, 5,000 on PostgreSQL", () =>
+  Effect.gen(function* () {
+    // An empty directory: no svc.yaml, the embedded default.
+    const cwd = fs.mkdtempSync(path.join(os.tmpdir(), "svc-retention-"))
+    assert.strictEqual(batchSizeFor(yield* loadConfig({ cwd, env: {} })), embeddedBatchSize)
+    const separate = yield* loadConfig({
+      cwd,
+      env: {
+        SVC__appMetrics__database__provider: "postgres",
+        SVC__appMetrics__database__url: "postgres://svc@127.0.0.1:5432/svc_metrics"
+      }
+    })
+    assert.strictEqual(batchSizeFor(separate), retentionBatchSize)
+  })
+)
