@@ -160,17 +160,21 @@ for (const [backend, db] of TestDatabase.backends) {
 }
 
 it.effect("batches of 1,000 on the embedded database, 5,000 on PostgreSQL", () =>
-  Effect.gen(function* () {
+  Effect.acquireUseRelease(
     // An empty directory: no svc.yaml, the embedded default.
-    const cwd = fs.mkdtempSync(path.join(os.tmpdir(), "svc-retention-"))
-    assert.strictEqual(batchSizeFor(yield* loadConfig({ cwd, env: {} })), embeddedBatchSize)
-    const separate = yield* loadConfig({
-      cwd,
-      env: {
-        SVC__appMetrics__database__provider: "postgres",
-        SVC__appMetrics__database__url: "postgres://svc@127.0.0.1:5432/svc_metrics"
-      }
-    })
-    assert.strictEqual(batchSizeFor(separate), retentionBatchSize)
-  })
+    Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "svc-retention-"))),
+    (cwd) =>
+      Effect.gen(function* () {
+        assert.strictEqual(batchSizeFor(yield* loadConfig({ cwd, env: {} })), embeddedBatchSize)
+        const separate = yield* loadConfig({
+          cwd,
+          env: {
+            SVC__appMetrics__database__provider: "postgres",
+            SVC__appMetrics__database__url: "postgres://svc@127.0.0.1:5432/svc_metrics"
+          }
+        })
+        assert.strictEqual(batchSizeFor(separate), retentionBatchSize)
+      }),
+    (cwd) => Effect.sync(() => fs.rmSync(cwd, { recursive: true, force: true }))
+  )
 )
