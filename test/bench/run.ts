@@ -66,7 +66,7 @@ const usage = `usage: node test/bench/run.ts [--duration <s>] [--warmup <s>] [--
                (default max(300, 120 + 2 x rows x (duration + warmup) + per stream target
                (20 s per upload + 0.5 s per SSE sample) + 60 + seed / 25 per sequence group
                + 60 when a load group has a PostgreSQL + Redis target + 120 for the cluster
-               group + 120 for the lifecycle group + 60 + 40 s per million PostgreSQL events
+               group + 120 for the lifecycle group + 60 + 60 s per million PostgreSQL events
                + 200 s per million embedded events for the metrics group))`
 
 const { values } = parseArgs({
