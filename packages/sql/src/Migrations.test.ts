@@ -44,7 +44,8 @@ for (const [backend, db] of TestDatabase.backends) {
         assert.deepStrictEqual(yield* Migrations.migrateAppMetrics, [
           [1, "request_events"],
           [2, "request_event_indexes"],
-          [3, "resource_snapshots"]
+          [3, "resource_snapshots"],
+          [4, "request_event_rollups"]
         ])
         assert.deepStrictEqual(yield* Migrations.migrateMain, [])
         assert.deepStrictEqual(yield* Migrations.migrateAppMetrics, [])
@@ -63,7 +64,8 @@ for (const [backend, db] of TestDatabase.backends) {
         assert.deepStrictEqual(yield* history("app_metrics_schema_migrations"), [
           { migration_id: 1, name: "request_events" },
           { migration_id: 2, name: "request_event_indexes" },
-          { migration_id: 3, name: "resource_snapshots" }
+          { migration_id: 3, name: "resource_snapshots" },
+          { migration_id: 4, name: "request_event_rollups" }
         ])
 
         const tables = yield* sql<{ tableName: string }>`
@@ -87,6 +89,7 @@ for (const [backend, db] of TestDatabase.backends) {
             "probe_states",
             "rate_limits",
             "reencryptions",
+            "request_event_rollups",
             "request_events",
             "resource_snapshots",
             "schema_migrations",

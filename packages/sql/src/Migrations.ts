@@ -16,6 +16,7 @@ import main0007 from "./migrations/main/0007_tasks.ts"
 import metrics0001 from "./migrations/metrics/0001_request_events.ts"
 import metrics0002 from "./migrations/metrics/0002_request_event_indexes.ts"
 import metrics0003 from "./migrations/metrics/0003_resource_snapshots.ts"
+import metrics0004 from "./migrations/metrics/0004_request_event_rollups.ts"
 
 /** Migrations table of the main database. */
 export const mainTable = "schema_migrations"
@@ -37,7 +38,8 @@ export const mainLoader: Migrator.Loader = Migrator.fromRecord({
 export const appMetricsLoader: Migrator.Loader = Migrator.fromRecord({
   "0001_request_events": metrics0001,
   "0002_request_event_indexes": metrics0002,
-  "0003_resource_snapshots": metrics0003
+  "0003_resource_snapshots": metrics0003,
+  "0004_request_event_rollups": metrics0004
 })
 
 const run = Migrator.make({})

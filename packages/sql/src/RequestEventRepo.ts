@@ -35,7 +35,11 @@ export interface RequestEventAggregation {
   readonly startMs: number
   readonly stepMs: number
   readonly groupBy: ReadonlyArray<GroupableColumn>
-  /** `count` of events, `avg` or `p95` (exact, `percentile_cont`) of `duration_ms`. */
+  /**
+   * `count` of events, `avg` or `p95` of `duration_ms`. Without a selector, over whole minutes,
+   * these read the per-minute rollups; p95 then comes from their histograms ({@link histogramP95})
+   * unless the range holds at most {@link exactP95MaxEvents} events (then exact, `percentile_cont`).
+   */
   readonly aggregation: "count" | "avg" | "p95"
   /** Only errors: no answer (unreachable, timed out) or a status of 500 or more. */
   readonly errorsOnly: boolean
@@ -47,6 +51,76 @@ export interface AggregatedCell {
   readonly groups: ReadonlyArray<string | null>
   readonly value: number
 }
+
+/**
+ * Buckets of the per-minute duration histograms (migration 0004, `h0` … `h39`): bucket 0 holds
+ * [0, 1 ms), bucket k (1 … 38) holds [10^((k-1)/8) ms, 10^(k/8) ms) — each 33.4% wider than its
+ * lower bound — and bucket 39 holds 10^(38/8) ms ≈ 56.2 s and more.
+ */
+export const durationBuckets = 40
+
+/** The lower bound (ms) of histogram bucket `k`. */
+export const bucketLowerMs = (k: number): number => (k === 0 ? 0 : 10 ** ((k - 1) / 8))
+/** The upper bound (ms) of histogram bucket `k`; the last is unbounded. */
+export const bucketUpperMs = (k: number): number =>
+  k >= durationBuckets - 1 ? Number.POSITIVE_INFINITY : 10 ** (k / 8)
+
+/**
+ * A p95 query whose whole range holds more than this many events (as the rollups count them)
+ * reads the summed histograms of the rollups; at most this many, it is exact from the raw rows
+ * (`percentile_cont`), which then takes a few milliseconds.
+ */
+export const exactP95MaxEvents = 50_000
+
+/**
+ * The p95 of a histogram (counts per bucket, {@link durationBuckets} of them) with `max` the
+ * largest duration: the rank of `percentile_cont(0.95)`, found in its bucket and interpolated
+ * linearly inside it (the bucket's upper bound capped at `max`). The result lies in the same bucket
+ * as the exact value for all but the straddling rank, so its error is below the bucket's width: at
+ * most 33.4% of the exact value (1 ms below 1 ms, and up to `max` in the last bucket from 56.2 s).
+ */
+export const histogramP95 = (counts: ReadonlyArray<number>, max: number): number | undefined => {
+  const total = counts.reduce((x, y) => x + y, 0)
+  if (total === 0) return undefined
+  const rank = 0.95 * (total - 1)
+  let before = 0
+  for (let k = 0; k < counts.length; k++) {
+    const n = counts[k] ?? 0
+    if (n > 0 && rank < before + n) {
+      const lo = Math.min(bucketLowerMs(k), max)
+      const hi = Math.min(bucketUpperMs(k), max)
+      return lo + ((hi - lo) * (rank - before + 0.5)) / n
+    }
+    before += n
+  }
+  return max
+}
+
+const bucketColumns = Array.from({ length: durationBuckets }, (_, k) => `h${k}`)
+const rollupKey = "minute, namespace, type, method, response_status_code, response_source, connector_id"
+
+/**
+ * `INSERT … SELECT` of the rollup rows of the request events in `source` (a table or a CTE with
+ * the request-event columns), added to the rows already stored for the same minute and key.
+ * Exported for the bench, which seeds events directly and rolls them up with this statement.
+ */
+export const rollupUpsertSql = (source: string): string => `
+  INSERT INTO request_event_rollups (${rollupKey}, count, errors, duration_sum, duration_max, ${bucketColumns.join(", ")})
+  SELECT to_timestamp(floor(date_part('epoch', timestamp) / 60) * 60), namespace, type, method,
+    coalesce(response_status_code, 0), coalesce(response_source, ''), coalesce(connector_id, ''),
+    count(*), count(*) FILTER (WHERE response_status_code IS NULL OR response_status_code >= 500),
+    sum(duration_ms), max(duration_ms),
+    ${bucketColumns.map((_, k) => `count(*) FILTER (WHERE b = ${k})`).join(", ")}
+  FROM (SELECT *, CASE WHEN duration_ms < 1 THEN 0
+          ELSE least(${durationBuckets - 1}, 1 + CAST(floor(8 * log(CAST(duration_ms AS float8))) AS integer)) END AS b
+        FROM ${source}) AS s
+  GROUP BY 1, 2, 3, 4, 5, 6, 7 ORDER BY 1, 2, 3, 4, 5, 6, 7
+  ON CONFLICT (${rollupKey}) DO UPDATE SET
+    count = request_event_rollups.count + EXCLUDED.count,
+    errors = request_event_rollups.errors + EXCLUDED.errors,
+    duration_sum = request_event_rollups.duration_sum + EXCLUDED.duration_sum,
+    duration_max = greatest(request_event_rollups.duration_max, EXCLUDED.duration_max),
+    ${bucketColumns.map((h) => `${h} = request_event_rollups.${h} + EXCLUDED.${h}`).join(", ")}`
 
 /** Rows per INSERT: 20 columns × 1000 rows stays well under PostgreSQL's 65535 parameters. */
 export const insertChunkSize = 1000
@@ -89,6 +163,8 @@ export class RequestEventRepo extends Context.Service<
     /**
      * Stores `events`, one multi-row INSERT per {@link insertChunkSize}; ids already stored are
      * skipped, so a batch may be written again after a failure. Returns how many rows were new.
+     * The same statement adds the new rows to the per-minute rollups (`request_event_rollups`),
+     * so rollups and events never disagree.
      */
     readonly insertBatch: (events: ReadonlyArray<RequestEvent>) => Effect.Effect<number, SqlError>
     /** One page, newest first (timestamp DESC, id DESC); `more` when another page follows. */
@@ -103,8 +179,19 @@ export class RequestEventRepo extends Context.Service<
   }
 >()("@svc/sql/RequestEventRepo") {
   /** The repository over the current `SqlClient` (the app-metrics client, spec 8.2). */
-  static readonly make: Effect.Effect<RequestEventRepo["Service"], never, SqlClient.SqlClient> = Effect.gen(
-    function* () {
+  static readonly make: Effect.Effect<RequestEventRepo["Service"], never, SqlClient.SqlClient> = Effect.suspend(() =>
+    RequestEventRepo.makeWith({ exactP95MaxEvents })
+  )
+
+  /**
+   * {@link make} with its thresholds: a p95 over at most `exactP95MaxEvents` events is exact;
+   * `rawOnly` aggregates raw rows always (the bench compares both).
+   */
+  static readonly makeWith = (options: {
+    readonly exactP95MaxEvents: number
+    readonly rawOnly?: boolean
+  }): Effect.Effect<RequestEventRepo["Service"], never, SqlClient.SqlClient> =>
+    Effect.gen(function* () {
       const sql = (yield* SqlClient.SqlClient).withoutTransforms()
 
       const insertBatch = Effect.fn("RequestEventRepo.insertBatch")(function* (events: ReadonlyArray<RequestEvent>) {
@@ -112,9 +199,12 @@ export class RequestEventRepo extends Context.Service<
         for (let from = 0; from < events.length; from += insertChunkSize) {
           const [first, ...rest] = events.slice(from, from + insertChunkSize).map(toRow)
           if (first === undefined) break
-          const result = yield* sql`INSERT INTO request_events ${sql.insert([first, ...rest])}
-            ON CONFLICT (id) DO NOTHING RETURNING id`
-          inserted += result.length
+          const result = yield* sql<{ readonly inserted: number | string }>`
+            WITH ins AS (INSERT INTO request_events ${sql.insert([first, ...rest])}
+              ON CONFLICT (id) DO NOTHING RETURNING *),
+            rollup AS (${sql.literal(rollupUpsertSql("ins"))})
+            SELECT count(*) AS inserted FROM ins`
+          inserted += Number(result[0]?.inserted ?? 0)
         }
         return inserted
       })
@@ -166,7 +256,7 @@ export class RequestEventRepo extends Context.Service<
         }
       }
 
-      const aggregate = Effect.fn("RequestEventRepo.aggregate")(function* (query: RequestEventAggregation) {
+      const aggregateRaw = Effect.fn("RequestEventRepo.aggregateRaw")(function* (query: RequestEventAggregation) {
         const where = [accessWhere(sql, query.access), sql`timestamp >= ${query.start}`, sql`timestamp < ${query.end}`]
         if (query.namespace !== undefined) where.push(namespaceWhere(sql, query.namespace))
         if (query.selector !== undefined) where.push(selectorWhere(sql, query.selector, "labels"))
@@ -196,11 +286,96 @@ export class RequestEventRepo extends Context.Service<
         )
       })
 
+      const rollupGroupColumn = (column: GroupableColumn) => {
+        switch (column) {
+          case "response_status_code":
+            return sql`CAST(NULLIF(response_status_code, 0) AS text)`
+          case "response_source":
+          case "connector_id":
+            return sql`NULLIF(${sql(column)}, '')`
+          default:
+            return sql(column)
+        }
+      }
+
+      const rollupWhere = (query: RequestEventAggregation) => {
+        const where = [accessWhere(sql, query.access), sql`minute >= ${query.start}`, sql`minute < ${query.end}`]
+        if (query.namespace !== undefined) where.push(namespaceWhere(sql, query.namespace))
+        return where
+      }
+
+      /** The aggregation over the per-minute rollups (whole minutes, no selector, no id grants). */
+      const aggregateRollups = Effect.fn("RequestEventRepo.aggregateRollups")(function* (
+        query: RequestEventAggregation
+      ) {
+        const where = rollupWhere(query)
+        const groups = query.groupBy.map((column, i) => sql`${rollupGroupColumn(column)} AS ${sql(`g${i}`)}`)
+        const values =
+          query.aggregation === "count"
+            ? [sql`CAST(sum(${sql(query.errorsOnly ? "errors" : "count")}) AS float8) AS value`]
+            : query.aggregation === "avg"
+              ? [sql`sum(duration_sum) / CAST(sum(count) AS float8) AS value`]
+              : [
+                  sql`max(duration_max) AS max`,
+                  ...bucketColumns.map((h) => sql`CAST(sum(${sql(h)}) AS float8) AS ${sql(h)}`)
+                ]
+        const step = sql`CAST(floor((date_part('epoch', minute) * 1000 - ${query.startMs}) / ${query.stepMs}) AS integer)`
+        const rows = yield* sql<Record<string, unknown>>`
+          SELECT ${step} AS step, ${sql.csv([...groups, ...values])}
+          FROM request_event_rollups WHERE ${sql.and(where)}
+          GROUP BY ${sql.literal(["1", ...query.groupBy.map((_, i) => String(i + 2))].join(", "))}
+          ${query.errorsOnly ? sql`HAVING sum(errors) > 0` : sql``}`
+        let events = 0
+        const cells = rows.flatMap((row): Array<AggregatedCell> => {
+          let value: number | undefined
+          if (query.aggregation === "p95") {
+            const counts = bucketColumns.map((h) => Number(row[h]))
+            for (const n of counts) events += n
+            value = histogramP95(counts, Number(row.max))
+          } else {
+            value = Number(row.value)
+          }
+          if (value === undefined) return []
+          return [
+            {
+              step: Number(row.step),
+              groups: query.groupBy.map((_, i) => {
+                const group = row[`g${i}`]
+                return group === null || group === undefined ? null : String(group)
+              }),
+              value
+            }
+          ]
+        })
+        return { cells, events }
+      })
+
+      const minuteMs = 60_000
+      const noIds = (clauses: AccessFilter["grants"] | undefined) =>
+        clauses === undefined || clauses.every((clause) => clause.ids === undefined)
+
+      const aggregate = Effect.fn("RequestEventRepo.aggregate")(function* (query: RequestEventAggregation) {
+        const rollups =
+          options.rawOnly !== true &&
+          query.selector === undefined &&
+          query.stepMs % minuteMs === 0 &&
+          query.startMs % minuteMs === 0 &&
+          query.start.getTime() % minuteMs === 0 &&
+          query.end.getTime() % minuteMs === 0 &&
+          !(query.errorsOnly && query.aggregation !== "count") &&
+          noIds(query.access.grants) &&
+          noIds(query.access.restrictions)
+        if (!rollups) return yield* aggregateRaw(query)
+        const { cells, events } = yield* aggregateRollups(query)
+        // A p95 is exact from the raw rows while that is cheap: few events in the whole range.
+        if (query.aggregation === "p95" && events <= options.exactP95MaxEvents) return yield* aggregateRaw(query)
+        return cells
+      })
+
       const ping = Effect.asVoid(sql`SELECT 1`)
 
       return RequestEventRepo.of({ insertBatch, list, get, aggregate, ping })
-    }
-  )
+    })
 
   /**
    * Requires the `SqlClient` of the app-metrics database with its schema migrated; the server

@@ -1,6 +1,6 @@
 /**
- * Retention of the app-metrics database (issue 19 item 5): finds and deletes request events and
- * resource snapshots older than a cutoff, a bounded batch per statement on the time indexes, so
+ * Retention of the app-metrics database (issue 19 item 5): finds and deletes request events, their
+ * per-minute rollups and resource snapshots older than a cutoff, a bounded batch per statement on the time indexes, so
  * each statement is short and ingest (inserts of new rows) is never blocked behind it.
  */
 import { Context, Effect, Layer } from "effect"
@@ -25,6 +25,11 @@ export class RetentionRepo extends Context.Service<
     readonly expiredEvents: (cutoff: Date, limit: number) => Effect.Effect<ReadonlyArray<ExpiredEvent>, SqlError>
     /** Deletes the events of these ids; how many were deleted. */
     readonly deleteEvents: (ids: ReadonlyArray<string>) => Effect.Effect<number, SqlError>
+    /**
+     * Deletes at most `limit` per-minute rollup rows of minutes wholly before `cutoff` (a minute
+     * the cutoff falls inside stays until the next pass); how many were deleted.
+     */
+    readonly deleteRollups: (cutoff: Date, limit: number) => Effect.Effect<number, SqlError>
     /** Deletes at most `limit` snapshot rows taken before `cutoff`; how many were deleted. */
     readonly deleteSnapshots: (cutoff: Date, limit: number) => Effect.Effect<number, SqlError>
   }
@@ -56,7 +61,17 @@ export class RetentionRepo extends Context.Service<
       return rows.length
     })
 
-    return RetentionRepo.of({ expiredEvents, deleteEvents, deleteSnapshots })
+    const deleteRollups = Effect.fn("RetentionRepo.deleteRollups")(function* (cutoff: Date, limit: number) {
+      // The primary key leads with the minute; the row ids make the delete a TID scan.
+      const rows = yield* sql`
+        DELETE FROM request_event_rollups WHERE ctid = ANY(ARRAY(
+          SELECT ctid FROM request_event_rollups
+          WHERE minute <= ${new Date(cutoff.getTime() - 60_000)} ORDER BY minute LIMIT ${limit}))
+        RETURNING 1 AS one`
+      return rows.length
+    })
+
+    return RetentionRepo.of({ expiredEvents, deleteEvents, deleteRollups, deleteSnapshots })
   })
 
   /** Over the `SqlClient` of the app-metrics database (the server provides its `AppMetricsSql`). */

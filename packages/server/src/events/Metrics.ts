@@ -3,8 +3,10 @@
  * the app-metrics database, narrowed in SQL to the namespaces where the caller may
  * `app-metrics:query` (and the body's `namespace` and `labelSelector`), in steps of `range.step`
  * from `range.start`. Every series has a point per step for counts (0 when nothing happened) and
- * only for steps with events for averages and p95 (no value is not a value of 0). p95 is exact
- * (`percentile_cont(0.95)` over the raw rows). An error (`request_events.errors`) is an event
+ * only for steps with events for averages and p95 (no value is not a value of 0). Without a
+ * `labelSelector`, over whole minutes, the repository reads per-minute rollups; p95 is exact
+ * (`percentile_cont(0.95)` over the raw rows) unless it comes from their histograms (ranges of
+ * more than 50,000 events; within 33.4%, docs/metrics.md). An error (`request_events.errors`) is an event
  * without an answer (the upstream unreachable or timed out) or with a status of 500 or more.
  */
 import { type AccessFilter, accessFilter } from "@svc/domain/AccessFilter"

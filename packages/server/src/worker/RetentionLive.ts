@@ -83,6 +83,12 @@ export const runPass = (options: RetentionOptions) =>
       if (expired.length < batchSize || deleted === 0) break
       yield* breathe
     }
+    // The per-minute rollups expire with the events (whole minutes before the events' cutoff).
+    while (true) {
+      const deleted = yield* repo.deleteRollups(eventCutoff, batchSize)
+      if (deleted < batchSize) break
+      yield* breathe
+    }
     while (true) {
       const deleted = yield* repo.deleteSnapshots(snapshotCutoff, batchSize)
       snapshots += deleted
