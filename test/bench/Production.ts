@@ -26,6 +26,8 @@ export interface ProductionSvc<A> {
   readonly authorization: string
   readonly created: A
   readonly store: StoreProbe
+  /** The svc process (CPU time and memory per row). */
+  readonly pid: number | undefined
   readonly stop: () => Promise<void>
 }
 
@@ -98,7 +100,7 @@ export const startProductionSvc = async <A>(options: {
       forwarded: options.forwarded,
       idle: { ms: idleWindowMs, commands: commandDelta(before, after) }
     }
-    return { origin, authorization, created, store, stop }
+    return { origin, authorization, created, store, pid: svc.child.pid, stop }
   } catch (error) {
     await stop()
     throw new Error(`PostgreSQL + Redis svc: ${describe(error)}`)

@@ -170,6 +170,8 @@ export interface ProxySvc {
   readonly connections: Readonly<Record<RuleCount, string>>
   readonly upstreamOrigin: string
   readonly store?: StoreProbe
+  /** The svc process (CPU time and memory per row). */
+  readonly pid?: number | undefined
   readonly stop: () => Promise<void>
 }
 
@@ -362,7 +364,14 @@ const startEmbeddedSvc = async (upstreamOrigin: string): Promise<ProxySvc> => {
     const authorization = `Bearer ${await readToken(dir)}`
     const origin = `http://127.0.0.1:${ports.api}`
     const connections = await createBenchConnections(origin, authorization, upstreamOrigin)
-    return { origin, authorization, connections, upstreamOrigin, stop: async () => void (await svc.stop()) }
+    return {
+      origin,
+      authorization,
+      connections,
+      upstreamOrigin,
+      pid: svc.child.pid,
+      stop: async () => void (await svc.stop())
+    }
   } catch (error) {
     await svc.stop()
     throw error
@@ -425,7 +434,8 @@ const svcTarget = (
       origin: svc.origin,
       stop: held.release,
       route: routeOf(svc, svc.connections[rules]),
-      ...(svc.store === undefined ? {} : { store: svc.store })
+      ...(svc.store === undefined ? {} : { store: svc.store }),
+      pid: svc.pid
     }
     try {
       await verify(label, running, check)

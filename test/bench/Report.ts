@@ -6,6 +6,7 @@
 import * as fs from "node:fs/promises"
 import * as os from "node:os"
 import * as path from "node:path"
+import type { ProcessUsage } from "./ProcessUsage.ts"
 import { type ClusterReport, formatCluster } from "./Cluster.ts"
 import type { ColdStartResult } from "./ColdStart.ts"
 import { formatLifecycle, type LifecycleReport } from "./Lifecycle.ts"
@@ -73,6 +74,8 @@ export interface LoadRow {
   readonly ratios?: Ratios
   /** Counter-store commands per request, for targets on a Redis the bench can read. */
   readonly storeCommands?: StoreCommands
+  /** CPU time per request and memory of the process under test (svc rows, where `/proc` is readable). */
+  readonly usage?: ProcessUsage
 }
 
 /** One request of a sequence group and its measured series. */
@@ -238,6 +241,39 @@ const perCommand = (counts: CommandCounts, requests: number): string =>
     .join(", ")
 
 const sum = (counts: CommandCounts) => Object.values(counts).reduce((total, c) => total + c.calls, 0)
+
+/** The CPU-per-request and memory lines of the process under test, when some rows have them. */
+const formatUsage = (rows: ReadonlyArray<LoadRow>): ReadonlyArray<string> => {
+  const measured = rows.filter((row) => row.usage !== undefined)
+  if (measured.length === 0) return []
+  const out = [
+    "",
+    "  the svc process per row: CPU time (user + system, /proc, warm-up included) per request served, and its RSS",
+    line(
+      usageColumns,
+      usageColumns.map((c) => c.title)
+    )
+  ]
+  for (const row of measured) {
+    const u = row.usage!
+    out.push(
+      line(usageColumns, [
+        `    ${row.label}`,
+        String(row.connections),
+        u.cpuMsPerRequest.toFixed(3),
+        u.rssMb.toFixed(0)
+      ])
+    )
+  }
+  return out
+}
+
+const usageColumns: ReadonlyArray<Column> = [
+  { title: "", width: 40, left: true },
+  { title: "conns", width: 5 },
+  { title: "CPU ms/req", width: 10 },
+  { title: "RSS MB", width: 7 }
+]
 
 /** The commands-per-request lines under a load group, when some of its rows have them. */
 const formatStoreCommands = (rows: ReadonlyArray<LoadRow>): ReadonlyArray<string> => {
@@ -432,6 +468,7 @@ export const formatTable = (report: BenchReport): string => {
         )
       )
     out.push(...formatStoreCommands(rows))
+    out.push(...formatUsage(rows))
   }
   for (const group of report.streams) out.push(...formatStreams(group))
   for (const group of report.sequences) out.push(...formatSequence(group))

@@ -60,6 +60,8 @@ export interface RunningTarget {
   readonly seed?: SeedResult
   /** Present when the target's counter store is a Redis the bench can read (commands per request). */
   readonly store?: StoreProbe
+  /** The process under test, when the bench reads its CPU time and memory per row (svc targets). */
+  readonly pid?: number | undefined
 }
 
 /** What `Target.start` gets from the run. */

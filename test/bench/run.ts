@@ -7,6 +7,7 @@
  * `--max-time`), kills its children on any exit.
  */
 import * as os from "node:os"
+import { measureUsage, type ProcessUsage } from "./ProcessUsage.ts"
 import { fileURLToPath } from "node:url"
 import { parseArgs } from "node:util"
 import { installCleanup, killAll } from "./Children.ts"
@@ -320,18 +321,31 @@ const measureGroups = async (): Promise<Array<LoadRow>> => {
           headers: request.headers,
           ...(request.body === undefined ? {} : { body: request.body })
         }
+        const totalMs = (warmupS + durationS) * 1000
+        const usageText = (usage: ProcessUsage | undefined) =>
+          usage === undefined
+            ? ""
+            : `; svc ${usage.cpuMsPerRequest.toFixed(3)} ms CPU/request, ${usage.rssMb.toFixed(0)} MB RSS`
         if (started.store === undefined) {
-          const result = await generator.run(options)
-          progress(`  ${result.rps.toFixed(0)} req/s, p50 ${result.p50Ms.toFixed(3)} ms, ${result.errors} errors`)
-          rows.push({ ...row, result })
+          const { result, usage } = await measureUsage(started.pid, totalMs, () => generator.run(options))
+          progress(
+            `  ${result.rps.toFixed(0)} req/s, p50 ${result.p50Ms.toFixed(3)} ms, ${result.errors} errors${usageText(usage)}`
+          )
+          rows.push({ ...row, result, ...(usage === undefined ? {} : { usage }) })
         } else {
-          const { result, storeCommands } = await runCounted(group, options, started.store)
+          const store = started.store
+          const measured = await measureUsage(started.pid, totalMs, async () => {
+            const counted = await runCounted(group, options, store)
+            return { ...counted, rps: counted.result.rps }
+          })
+          const { result, storeCommands } = measured.result
+          const usage = measured.usage
           progress(
             `  ${result.rps.toFixed(0)} req/s, p50 ${result.p50Ms.toFixed(3)} ms, ${result.errors} errors; ` +
               `counter store: ${storeCommands.sentPerRequest.toFixed(3)} commands sent per request, ` +
-              `${storeCommands.perRequest.toFixed(3)} in commandstats`
+              `${storeCommands.perRequest.toFixed(3)} in commandstats${usageText(usage)}`
           )
-          rows.push({ ...row, result, storeCommands })
+          rows.push({ ...row, result, storeCommands, ...(usage === undefined ? {} : { usage }) })
         }
       }
     }
