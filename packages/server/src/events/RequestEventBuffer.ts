@@ -29,7 +29,8 @@ import {
 import { isSqlError } from "effect/sql/SqlError"
 import * as path from "node:path"
 import { SvcConfig } from "../config/SvcConfig.ts"
-import { type JournalSegment, makeSpool, SpoolError } from "./RequestEventSpool.ts"
+import { makeJournal } from "./RequestEventJournal.ts"
+import { makeSpool, SpoolError } from "./RequestEventSpool.ts"
 
 /** Events that reached neither the database nor the spool; asserted 0 in tests. */
 export const droppedEvents = Metric.counter("svc.request_events.dropped", {
@@ -118,6 +119,7 @@ const make = (
   Effect.gen(function* () {
     const repo = yield* RequestEventRepo
     const spool = makeSpool(spoolDir)
+    const journal = makeJournal(spool, spoolDir)
     const batchSize = Math.max(1, options.batchSize ?? 500)
     const maxPending = Math.max(batchSize, options.maxPending ?? 10_000)
     const interval = Duration.fromInputUnsafe(options.flushInterval ?? "200 millis")
@@ -139,15 +141,6 @@ const make = (
     // Files of an earlier run may be waiting; the first pass looks.
     let spoolWaiting = true
     let closed = false
-    // The journal: the open segment and the closed ones, each with the count of events recorded
-    // when it closed; a segment goes once that many events have left the queue (FIFO).
-    let segment: JournalSegment | undefined
-    let segmentEvents = 0
-    const sealed: Array<{ readonly name: string; readonly upTo: number }> = []
-    let recorded = 0
-    let settledTotal = 0
-    let journalBroken = false
-    let journalWarned = false
     const wake = Latch.makeUnsafe(false)
     const lock = Semaphore.makeUnsafe(1)
 
@@ -164,48 +157,8 @@ const make = (
         return
       }
       queue.push(event)
-      recorded++
-      if (segment !== undefined) {
-        if (spool.journal(segment, event)) segmentEvents++
-        else {
-          seal()
-          journalBroken = true
-        }
-      }
+      journal.append(event)
       if ((failures === 0 && queue.length >= batchSize) || queue.length >= maxPending) wake.openUnsafe()
-    }
-
-    const seal = () => {
-      if (segment === undefined) return
-      spool.closeJournal(segment)
-      sealed.push({ name: segment.name, upTo: recorded })
-      segment = undefined
-    }
-
-    /** Starts a new segment (the writer does at each pass, so a segment holds about one pass). */
-    const rotate = Effect.suspend(() => {
-      if (segment !== undefined && segmentEvents === 0) return Effect.void
-      seal()
-      segmentEvents = 0
-      if (!closed) segment = spool.openJournal()
-      if ((segment === undefined && !closed) || journalBroken) {
-        journalBroken = false
-        if (!journalWarned) {
-          journalWarned = true
-          return Effect.logWarning(
-            `request events: the journal in ${spoolDir} cannot be written; events not yet stored are lost if the process is killed`
-          )
-        }
-      }
-      return Effect.void
-    })
-
-    /** Counts `count` events as gone from the queue and removes the segments they emptied. */
-    const settle = (count: number) => {
-      settledTotal += count
-      while (sealed.length > 0 && (sealed[0] as { readonly upTo: number }).upTo <= settledTotal) {
-        spool.dropJournal((sealed.shift() as { readonly name: string }).name)
-      }
     }
 
     const reachable = Effect.map(Effect.exit(repo.ping), Exit.isSuccess)
@@ -266,7 +219,7 @@ const make = (
           Effect.onInterrupt(() => Effect.sync(() => queue.unshift(...batch))),
           Effect.ensuring(Effect.sync(() => (inFlight = 0)))
         )
-        settle(settled)
+        journal.settle(settled)
         if (settled < batch.length) {
           queue.unshift(...batch.slice(settled))
           return false
@@ -315,7 +268,7 @@ const make = (
       const events = queue
       queue = []
       const exit = yield* Effect.exit(spool.append(events))
-      settle(events.length)
+      journal.settle(events.length)
       if (Exit.isSuccess(exit)) {
         spooled += events.length
         spoolWaiting = true
@@ -365,7 +318,7 @@ const make = (
      */
     const pass = lock.withPermits(1)(
       Effect.gen(function* () {
-        yield* rotate
+        yield* journal.rotate
         const now = yield* Clock.currentTimeMillis
         if ((failures === 0 || now >= retryAt) && (queue.length > 0 || spoolWaiting)) {
           const ok = yield* attempt
@@ -378,7 +331,7 @@ const make = (
 
     const flush = lock.withPermits(1)(
       Effect.gen(function* () {
-        yield* rotate
+        yield* journal.rotate
         if (!(yield* attempt)) yield* spill
       })
     )
@@ -400,13 +353,7 @@ const make = (
     if (Exit.isSuccess(adopted) && adopted.value > 0) {
       yield* Effect.logInfo(`request events: ${adopted.value} journal file(s) of a stopped process will be replayed`)
     }
-    segment = spool.openJournal()
-    if (segment === undefined) {
-      journalWarned = true
-      yield* Effect.logWarning(
-        `request events: cannot open a journal in ${spoolDir}; events not yet stored are lost if the process is killed`
-      )
-    }
+    yield* journal.open
 
     const writer = yield* Effect.forkScoped(
       Effect.forever(
@@ -424,10 +371,9 @@ const make = (
         yield* Fiber.interrupt(writer)
         yield* closingFlush
         closed = true
+        journal.stopOpening()
         if (queue.length > 0) yield* closingFlush
-        // Everything is stored or spooled: the last segment goes too.
-        seal()
-        settle(0)
+        journal.close()
         yield* Effect.logInfo(`request events: ${written} written, ${dropped} dropped, ${spooled} spooled`)
       })
     )
