@@ -27,32 +27,54 @@ import { Context, Effect, Layer } from "effect"
 
 const resource = "app-metrics"
 
-/** The series of one query from its cells. */
+/** One series being built: its groupBy labels and its values by position (step or snapshot time). */
+interface Group {
+  readonly labels: Record<string, string>
+  readonly values: Map<number, number>
+}
+
+/**
+ * The cells of one query by combination of groupBy values, each value at `positionOf(cell)`
+ * (skipped when undefined). A missing value (no status code, no connector) is the empty string,
+ * as in rate-limit buckets. Without groupBy a count still has its one series, zeros included.
+ */
+const groupCells = <C extends { readonly groups: ReadonlyArray<string | null>; readonly value: number }>(
+  query: PlannedQuery,
+  cells: ReadonlyArray<C>,
+  positionOf: (cell: C) => number | undefined
+): ReadonlyArray<Group> => {
+  const byGroup = new Map<string, Group>()
+  for (const cell of cells) {
+    const position = positionOf(cell)
+    if (position === undefined) continue
+    const key = JSON.stringify(cell.groups)
+    let group = byGroup.get(key)
+    if (group === undefined) {
+      const labels: Record<string, string> = {}
+      query.groupBy.forEach((name, i) => {
+        labels[name] = cell.groups[i] ?? ""
+      })
+      group = { labels, values: new Map() }
+      byGroup.set(key, group)
+    }
+    group.values.set(position, cell.value)
+  }
+  if (byGroup.size === 0 && query.aggregation === "count" && query.groupBy.length === 0) {
+    byGroup.set("[]", { labels: {}, values: new Map() })
+  }
+  return [...byGroup.values()]
+}
+
+/** The series of one request-event query from its cells (a count has a point per step, 0 when empty). */
 const seriesOf = (
   plan: MetricsPlan,
   query: PlannedQuery,
   cells: ReadonlyArray<{ readonly step: number; readonly groups: ReadonlyArray<string | null>; readonly value: number }>
 ): MetricsQueryResult["series"] => {
   const counting = query.aggregation === "count"
-  const byGroup = new Map<string, { labels: Record<string, string>; values: Map<number, number> }>()
-  for (const cell of cells) {
-    if (cell.step < 0 || cell.step >= plan.steps) continue
-    const key = JSON.stringify(cell.groups)
-    let group = byGroup.get(key)
-    if (group === undefined) {
-      const labels: Record<string, string> = {}
-      query.groupBy.forEach((name, i) => {
-        // A missing value (no status code, no connector) is the empty string, as in rate-limit buckets.
-        labels[name] = cell.groups[i] ?? ""
-      })
-      group = { labels, values: new Map() }
-      byGroup.set(key, group)
-    }
-    group.values.set(cell.step, cell.value)
-  }
-  // Without groupBy a count still has its one series, zeros included.
-  if (byGroup.size === 0 && counting && query.groupBy.length === 0) byGroup.set("[]", { labels: {}, values: new Map() })
-  return [...byGroup.values()].map((group) => {
+  const inRange = (cell: { readonly step: number }) =>
+    cell.step < 0 || cell.step >= plan.steps ? undefined : cell.step
+  return groupCells(query, cells, inRange).map((group) => {
     const points: Array<{ timestamp: string; value: number }> = []
     for (let step = 0; step < plan.steps; step++) {
       const value = group.values.get(step)
@@ -138,22 +160,8 @@ export class Metrics extends Context.Service<
               groupBy: planned.groupBy
             })
           )
-          const groups = new Map<string, { labels: Record<string, string>; values: Map<number, number> }>()
-          for (const cell of cells) {
-            const key = JSON.stringify(cell.groups)
-            let group = groups.get(key)
-            if (group === undefined) {
-              const labels: Record<string, string> = {}
-              planned.groupBy.forEach((name, i) => {
-                labels[name] = cell.groups[i] ?? ""
-              })
-              group = { labels, values: new Map() }
-              groups.set(key, group)
-            }
-            group.values.set(cell.takenAt.getTime(), cell.value)
-          }
-          if (groups.size === 0 && planned.groupBy.length === 0) groups.set("[]", { labels: {}, values: new Map() })
-          return [...groups.values()].map((group) => ({
+          const groups = groupCells(planned, cells, (cell) => cell.takenAt.getTime())
+          return groups.map((group) => ({
             refId: planned.refId,
             metric: planned.metric,
             aggregation: planned.aggregation,
