@@ -66,6 +66,24 @@ const ended = (taskId: string) =>
     60_000
   )
 
+/** A published client-credentials connector of a fresh namespace whose revocations hang. */
+const hangingConnector = async (prefix: string) => {
+  const r = resources(svc)
+  return r.publishedConnector(await r.freshNamespace(prefix), {
+    definition: {
+      type: "demo",
+      auth: {
+        type: "oauth2",
+        grant_type: "client_credentials",
+        token_endpoint: `http://127.0.0.1:${hangingPort}/token`,
+        revocation_endpoint: `http://127.0.0.1:${hangingPort}/revoke`,
+        client_auth: "client_secret_post"
+      },
+      proxy: { allowed_hosts: [`127.0.0.1:${hangingPort}`], allow_private_networks: true }
+    }
+  })
+}
+
 const live = async (connectorId: string) =>
   (await resources(svc).listAll<ConnectionBody>("connections", { connectorId, limit: "100" })).length
 
@@ -123,20 +141,7 @@ describe("disconnect-all", () => {
 
   it("the timeout forces the connections whose revocation hangs: disconnected, soft-deleted", async () => {
     const r = resources(svc)
-    const ns = await r.freshNamespace("dtmo")
-    const connector = await r.publishedConnector(ns, {
-      definition: {
-        type: "demo",
-        auth: {
-          type: "oauth2",
-          grant_type: "client_credentials",
-          token_endpoint: `http://127.0.0.1:${hangingPort}/token`,
-          revocation_endpoint: `http://127.0.0.1:${hangingPort}/revoke`,
-          client_auth: "client_secret_post"
-        },
-        proxy: { allowed_hosts: [`127.0.0.1:${hangingPort}`], allow_private_networks: true }
-      }
-    })
+    const connector = await hangingConnector("dtmo")
     for (let i = 0; i < 3; i++) {
       await r.connection(connector.id, { credentials: { client_id: `c${i}`, client_secret: `s${i}` } })
     }
@@ -165,20 +170,7 @@ describe("disconnect-all", () => {
 describe("a connection's _disconnect", () => {
   it("answers a task; a second one while it runs is 409; at its timeout the connection is forced", async () => {
     const r = resources(svc)
-    const ns = await r.freshNamespace("done")
-    const connector = await r.publishedConnector(ns, {
-      definition: {
-        type: "demo",
-        auth: {
-          type: "oauth2",
-          grant_type: "client_credentials",
-          token_endpoint: `http://127.0.0.1:${hangingPort}/token`,
-          revocation_endpoint: `http://127.0.0.1:${hangingPort}/revoke`,
-          client_auth: "client_secret_post"
-        },
-        proxy: { allowed_hosts: [`127.0.0.1:${hangingPort}`], allow_private_networks: true }
-      }
-    })
+    const connector = await hangingConnector("done")
     const connection = await r.connection(connector.id, { credentials: { client_id: "one", client_secret: "s" } })
     const handle = expectStatus<{ taskId: string; connectionId: string }>(
       await svc.call("POST", `/api/v1/connections/${connection.id}/_disconnect`, { body: { timeoutSeconds: 2 } }),
