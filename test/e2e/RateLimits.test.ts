@@ -217,20 +217,29 @@ describe("enforce rules", () => {
     }
   }, 60_000)
 
-  it("a sliding log admits again once the oldest request leaves the window", async () => {
-    const { ns, connectionId } = await setup("log")
-    const limit = await rule(ns, {
-      selector: {},
-      bucket: { dimensions: [] },
-      algorithm: { sliding_window: { window: "2s", limit: 2, mode: "log" } }
-    })
+  /** Admits 2, rejects the third with a wait of at most 2 s, admits again once that wait is over. */
+  const admitsAgain = (prefix: string, algorithm: Record<string, unknown>) => async () => {
+    const { ns, connectionId } = await setup(prefix)
+    const limit = await rule(ns, { selector: {}, bucket: { dimensions: [] }, algorithm })
     expectUpstream(await proxy(connectionId))
     expectUpstream(await proxy(connectionId))
     const rejected = expectSvc429(await proxy(connectionId), limit.id)
     expect(rejected.retry_after_seconds).toBeLessThanOrEqual(2)
     await new Promise((resolve) => setTimeout(resolve, rejected.retry_after_seconds * 1_000 + 100))
     expectUpstream(await proxy(connectionId))
-  }, 30_000)
+  }
+
+  it(
+    "a sliding log admits again once the oldest request leaves the window",
+    admitsAgain("log", { sliding_window: { window: "2s", limit: 2, mode: "log" } }),
+    30_000
+  )
+
+  it(
+    "a token bucket starts full and admits again after its refill",
+    admitsAgain("bucket", { token_bucket: { capacity: 2, refill_rate: 0.5 } }),
+    30_000
+  )
 
   it("a sliding counter admits its limit in a fresh window and rejects the next", async () => {
     const { ns, connectionId } = await setup("counter")
@@ -241,21 +250,6 @@ describe("enforce rules", () => {
     })
     for (let i = 0; i < 3; i++) expectUpstream(await proxy(connectionId))
     expect(expectSvc429(await proxy(connectionId), limit.id).retry_after_seconds).toBeLessThanOrEqual(3_600)
-  }, 30_000)
-
-  it("a token bucket starts full and admits again after its refill", async () => {
-    const { ns, connectionId } = await setup("bucket")
-    const limit = await rule(ns, {
-      selector: {},
-      bucket: { dimensions: [] },
-      algorithm: { token_bucket: { capacity: 2, refill_rate: 0.5 } }
-    })
-    expectUpstream(await proxy(connectionId))
-    expectUpstream(await proxy(connectionId))
-    const rejected = expectSvc429(await proxy(connectionId), limit.id)
-    expect(rejected.retry_after_seconds).toBeLessThanOrEqual(2)
-    await new Promise((resolve) => setTimeout(resolve, rejected.retry_after_seconds * 1_000 + 100))
-    expectUpstream(await proxy(connectionId))
   }, 30_000)
 
   it("selectors: methods and a glob path on the final upstream path; other requests are not counted", async () => {
