@@ -6,7 +6,6 @@
  * without losing a lock; an api process keeps proxying while every worker is down. Handoff
  * times are printed (measured, never asserted beyond a generous bound). Loopback only, bounded.
  */
-import { SignJWT } from "jose"
 import { type ChildProcess, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { fileURLToPath } from "node:url"
@@ -274,12 +273,7 @@ describe("cluster on PostgreSQL: 3 runners, 2 client-only members, 1 api process
     const ports: Ports = await freePorts()
     api = startSvc(["serve", "--service", "api"], { cwd: dir, env: portEnv(ports) })
     await waitForHttp(`http://127.0.0.1:${ports.api}/ping`, api)
-    const token = await new SignJWT({})
-      .setProtectedHeader({ alg: "HS256", typ: "JWT" })
-      .setSubject("ops")
-      .setIssuedAt()
-      .setExpirationTime("1h")
-      .sign(workspace!.secret)
+    const token = await workspace!.opsToken()
     const running = api
     const svc: Svc = {
       ports,

@@ -13,7 +13,6 @@
  * revoked exactly once. Loopback only, bounded in time; processes and the database are cleaned up.
  */
 import { Effect } from "effect"
-import { SignJWT } from "jose"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -223,12 +222,7 @@ beforeAll(async () => {
   await workspace.writeConfig(["outbound: { allow_private_networks: true }"])
   const migrated = await runSvc(["migrate"], { cwd: workspace.dir })
   expect(migrated.code, migrated.output).toBe(0)
-  token = await new SignJWT({})
-    .setProtectedHeader({ alg: "HS256", typ: "JWT" })
-    .setSubject("ops")
-    .setIssuedAt()
-    .setExpirationTime("2h")
-    .sign(workspace.secret)
+  token = await workspace.opsToken("2h")
   await startWorker()
   await settled()
   a = await startApi("A")

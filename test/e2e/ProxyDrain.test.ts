@@ -8,7 +8,6 @@
  * process cuts that request at the deadline and still exits 0.
  */
 import { Effect } from "effect"
-import { SignJWT } from "jose"
 import * as fs from "node:fs/promises"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -120,12 +119,7 @@ beforeAll(async () => {
   await workspace.writeConfig()
   const migrated = await runSvc(["migrate"], { cwd: workspace.dir })
   expect(migrated.code, migrated.output).toBe(0)
-  token = await new SignJWT({})
-    .setProtectedHeader({ alg: "HS256", typ: "JWT" })
-    .setSubject("ops")
-    .setIssuedAt()
-    .setExpirationTime("1h")
-    .sign(workspace.secret)
+  token = await workspace.opsToken()
 
   const { running, ports } = await start([])
   try {

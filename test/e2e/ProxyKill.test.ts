@@ -7,7 +7,6 @@
  * leaves no journal or spool file behind.
  */
 import { Effect } from "effect"
-import { SignJWT } from "jose"
 import * as fs from "node:fs/promises"
 import * as http from "node:http"
 import * as path from "node:path"
@@ -83,12 +82,7 @@ beforeAll(async () => {
   await workspace.writeConfig(["outbound: { allow_private_networks: true }"])
   const migrated = await runSvc(["migrate"], { cwd: workspace.dir })
   expect(migrated.code, migrated.output).toBe(0)
-  token = await new SignJWT({})
-    .setProtectedHeader({ alg: "HS256", typ: "JWT" })
-    .setSubject("ops")
-    .setIssuedAt()
-    .setExpirationTime("1h")
-    .sign(workspace.secret)
+  token = await workspace.opsToken()
 }, 120_000)
 
 afterAll(async () => {

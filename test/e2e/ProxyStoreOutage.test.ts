@@ -8,7 +8,6 @@
  * connection is proxied and every request event of the outage reaches the database.
  */
 import { Effect } from "effect"
-import { SignJWT } from "jose"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -106,12 +105,7 @@ beforeAll(async () => {
   ports = await freePorts()
   api = startSvc(["serve", "--service", "api"], { cwd: workspace.dir, env: portEnv(ports) })
   await waitForHttp(`http://127.0.0.1:${ports.api}/ping`, api, 60_000)
-  token = await new SignJWT({})
-    .setProtectedHeader({ alg: "HS256", typ: "JWT" })
-    .setSubject("ops")
-    .setIssuedAt()
-    .setExpirationTime("1h")
-    .sign(workspace.secret)
+  token = await workspace.opsToken()
   const r = resources(svc())
   const ns = (await r.namespace(`root.outage${rand()}`)).path
   const connector = await r.publishedConnector(ns, {

@@ -8,7 +8,6 @@
  * through (fail-open) and each process warns at most once a minute, then stops on SIGTERM by
  * itself with exit code 0.
  */
-import { SignJWT } from "jose"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { randomUUID } from "node:crypto"
@@ -205,12 +204,7 @@ beforeAll(async () => {
   expect(ready, logs()).toBe(200)
 
   a = await startApi("A", dir)
-  token = await new SignJWT({})
-    .setProtectedHeader({ alg: "HS256", typ: "JWT" })
-    .setSubject("ops")
-    .setIssuedAt()
-    .setExpirationTime("1h")
-    .sign(workspace.secret)
+  token = await workspace.opsToken()
 
   const r = resources(svcOf(a))
   const parent = (await r.namespace(`root.rlprod${rand()}`)).path

@@ -6,6 +6,7 @@
 import { Context, Effect, Exit, Layer, Scope } from "effect"
 import type { SqlClient } from "effect/sql"
 import { SqlClient as SqlClientTag } from "effect/sql"
+import { SignJWT } from "jose"
 import { randomBytes, randomUUID } from "node:crypto"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
@@ -22,6 +23,8 @@ export interface ProductionWorkspace {
   readonly secret: Uint8Array
   /** The configuration lines every production test shares, for a file of its own. */
   readonly baseConfig: ReadonlyArray<string>
+  /** A token of the `ops` actor (allowed everything), signed with the shared secret, valid `expiresIn` (default 1h). */
+  readonly opsToken: (expiresIn?: string) => Promise<string>
   /** Writes `name` (default `svc.yaml`): the shared lines, then `extra`. */
   readonly writeConfig: (extra?: ReadonlyArray<string>, name?: string) => Promise<void>
   /** Drops the database and removes the directory. */
@@ -52,6 +55,13 @@ export const productionWorkspace = async (prefix: string): Promise<ProductionWor
     sql: Context.get(context, SqlClientTag.SqlClient),
     secret,
     baseConfig,
+    opsToken: (expiresIn = "1h") =>
+      new SignJWT({})
+        .setProtectedHeader({ alg: "HS256", typ: "JWT" })
+        .setSubject("ops")
+        .setIssuedAt()
+        .setExpirationTime(expiresIn)
+        .sign(secret),
     writeConfig: (extra = [], name = "svc.yaml") =>
       fs.writeFile(path.join(dir, name), [...baseConfig, ...extra].join("\n")),
     close: async () => {
