@@ -7,6 +7,8 @@ export default defineConfig({
     hookTimeout: 60_000,
     fileParallelism: true,
     maxWorkers: 2,
-    reporters: ["default", "./test/support/SummaryReporter.ts"]
+    reporters: ["default", "./test/support/SummaryReporter.ts"],
+    // Builds the Connect UI and admin UI bundles (unchanged sources: nothing to do).
+    globalSetup: ["./test/support/UiBuild.ts"]
   }
 })

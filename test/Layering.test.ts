@@ -39,6 +39,7 @@ const serverLayers: ReadonlyArray<string> = [
   "crypto",
   "stores",
   "outbound",
+  "telemetry",
   "config"
 ]
 

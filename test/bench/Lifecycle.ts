@@ -12,10 +12,10 @@
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
-import { SignJWT } from "jose"
 import { freePort, freePorts, portEnv, type RunningSvc, runSvc, startSvc, tempDir } from "../support/SvcProcess.ts"
 import { trackChild, trackDir } from "./Children.ts"
 import { createDatabase, DatabaseUnavailable } from "./Cluster.ts"
+import { opsApi } from "./OpsApi.ts"
 import { nowMs, waitFor200 } from "./Ready.ts"
 
 /**
@@ -140,30 +140,7 @@ export const measureLifecycle = async (options: LifecycleOptions): Promise<Lifec
         `${(setup.processesReadyMs / 1000).toFixed(1)} s`
     )
 
-    const token = await new SignJWT({})
-      .setProtectedHeader({ alg: "HS256", typ: "JWT" })
-      .setSubject("ops")
-      .setIssuedAt()
-      .setExpirationTime("1h")
-      .sign(secret)
-    const call = async <T>(method: string, urlPath: string, body?: unknown): Promise<{ status: number; body: T }> => {
-      const response = await fetch(`${origin}${urlPath}`, {
-        method,
-        headers: {
-          authorization: `Bearer ${token}`,
-          ...(body === undefined ? {} : { "content-type": "application/json" })
-        },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-        signal: AbortSignal.timeout(30_000)
-      })
-      const text = await response.text()
-      return { status: response.status, body: (text === "" ? undefined : JSON.parse(text)) as T }
-    }
-    const expect = async <T>(answer: Promise<{ status: number; body: T }>, status: number, what: string) => {
-      const got = await answer
-      if (got.status !== status) throw new Error(`${what}: ${got.status} ${JSON.stringify(got.body).slice(0, 300)}`)
-      return got.body
-    }
+    const { call, expect } = await opsApi(origin, secret, 30_000)
 
     for (let run = 1; run <= runsWanted; run++) {
       // a run takes 10-25 s here; one that would not fit in the budget is not started

@@ -38,6 +38,8 @@ export const startProductionSvc = async <A>(options: {
   readonly upstreamOrigin: string
   readonly forwarded: () => Promise<number>
   readonly setup: (origin: string, authorization: string, upstreamOrigin: string) => Promise<A>
+  /** Added to the svc process's environment. */
+  readonly env?: Readonly<Record<string, string>> | undefined
 }): Promise<ProductionSvc<A>> => {
   const version = redisVersion()
   if (version === undefined)
@@ -76,7 +78,7 @@ export const startProductionSvc = async <A>(options: {
     const migrated = await runSvc(["migrate"], { cwd: dir, timeoutMs: 60_000 })
     if (migrated.code !== 0) throw new Error(`svc migrate exited with ${migrated.code}:\n${migrated.output}`)
     const ports = await freePorts()
-    const svc = startSvc(["serve", "--service", "api"], { cwd: dir, env: portEnv(ports) })
+    const svc = startSvc(["serve", "--service", "api"], { cwd: dir, env: { ...portEnv(ports), ...options.env } })
     trackChild(svc.child)
     cleanups.push(async () => void (await svc.stop()))
     const origin = `http://127.0.0.1:${ports.api}`

@@ -12,6 +12,7 @@ import { isDeepStrictEqual } from "node:util"
 import { Pool } from "undici"
 import { type CpuRole, pin } from "./Cpu.ts"
 import { poster } from "./ListLatency.ts"
+import { runLoad } from "./Load.ts"
 import { nginxBinary, startNginx } from "./Nginx.ts"
 import { startProductionSvc } from "./Production.ts"
 import { upstreamJson, upstreamPaths } from "./ProxyShapes.ts"
@@ -64,7 +65,7 @@ interface Upstream {
   readonly stop: () => Promise<void>
 }
 
-const startUpstream = async (role: CpuRole): Promise<Upstream> => {
+export const startUpstream = async (role: CpuRole): Promise<Upstream> => {
   const child = await startNodeScript("./proxyUpstream.ts", { BENCH_API_KEY: apiKey })
   pin(child.pid, role)
   return { origin: `http://127.0.0.1:${child.port}`, stop: child.stop }
@@ -355,10 +356,13 @@ const matchedRules = async (svc: ProxySvc, connectionId: string): Promise<number
   }
 }
 
-/** svc on the embedded default with the bench connections and rules (its counters in memory). */
-const startEmbeddedSvc = async (upstreamOrigin: string): Promise<ProxySvc> => {
+/**
+ * svc on the embedded default with the bench connections and rules (its counters in memory);
+ * `env` adds to its environment (the profiler passes `NODE_OPTIONS=--cpu-prof`).
+ */
+export const startEmbeddedSvc = async (upstreamOrigin: string, env: Record<string, string> = {}): Promise<ProxySvc> => {
   const { dir, ports } = await svcWorkspace()
-  const { svc } = await startSvcReady(dir, ports, { SVC__outbound__allow_private_networks: "true" })
+  const { svc } = await startSvcReady(dir, ports, { SVC__outbound__allow_private_networks: "true", ...env })
   try {
     pin(svc.child.pid, "servers")
     const authorization = `Bearer ${await readToken(dir)}`
@@ -378,6 +382,27 @@ const startEmbeddedSvc = async (upstreamOrigin: string): Promise<ProxySvc> => {
   }
 }
 
+/** How long a fresh svc process is run before its first row. */
+const jitWarmUpMs = 3_000
+
+/**
+ * Runs `_proxy_raw` on the process's rule-free connection for {@link jitWarmUpMs}, so its request
+ * path is compiled before any row measures it: each row's own warm-up is 1 s, and without this
+ * the first row of a process paid the compilation (its 0-rule row came out slower than the
+ * 1-rule row after it).
+ */
+const warmUp = async (svc: ProxySvc): Promise<void> => {
+  const shape = rawRoute(svc, svc.connections[0])(proxyJsonRequest)
+  await runLoad({
+    url: `${svc.origin}${shape.path}`,
+    connections: 16,
+    durationMs: jitWarmUpMs,
+    warmupMs: 0,
+    method: "GET",
+    headers: shape.headers
+  })
+}
+
 /** A svc process (started by `start`) in front of the shared upstream, shared by its targets. */
 const sharedSvcOn = (start: (upstreamOrigin: string, upstream: () => Promise<number>) => Promise<ProxySvc>) =>
   shared(
@@ -386,6 +411,10 @@ const sharedSvcOn = (start: (upstreamOrigin: string, upstream: () => Promise<num
       try {
         const origin = upstream.value.origin
         const svc = await start(origin, () => upstreamCount(origin))
+        await warmUp(svc).catch(async (error: unknown) => {
+          await svc.stop()
+          throw error
+        })
         return {
           ...svc,
           stop: async () => {
@@ -402,7 +431,7 @@ const sharedSvcOn = (start: (upstreamOrigin: string, upstream: () => Promise<num
   )
 
 /** The `GET /json` the upstream at `origin` answered so far. */
-const upstreamCount = async (origin: string): Promise<number> => {
+export const upstreamCount = async (origin: string): Promise<number> => {
   const response = await fetch(`${origin}${upstreamPaths.count}`, { signal: AbortSignal.timeout(5_000) })
   const count = Number(await response.text())
   if (response.status !== 200 || !Number.isInteger(count)) throw new Error(`upstream count answered ${response.status}`)
@@ -410,7 +439,48 @@ const upstreamCount = async (origin: string): Promise<number> => {
 }
 
 /** The embedded default, shared by its `_proxy_raw` rows (0, 1, 10 rules) and its `_proxy` row. */
-const sharedEmbedded = sharedSvcOn(startEmbeddedSvc)
+const sharedEmbedded = sharedSvcOn((upstreamOrigin) => startEmbeddedSvc(upstreamOrigin))
+/**
+ * The embedded default with telemetry on (issue 20): every trace sampled (ratio 1.0), traces,
+ * metrics and logs exported over OTLP/gRPC to a local collector (`otlpSink.ts`, on the load
+ * generator's CPU); after the row, the collector must have received exports.
+ */
+const sharedEmbeddedTelemetry = sharedSvcOn((upstreamOrigin) => startEmbeddedTelemetrySvc(upstreamOrigin))
+
+/** The embedded default with telemetry on, exporting to its own local collector (stopped with it). */
+export const startEmbeddedTelemetrySvc = async (
+  upstreamOrigin: string,
+  env: Record<string, string> = {}
+): Promise<ProxySvc> => {
+  const sink = await startNodeScript("./otlpSink.ts")
+  // The collector is not part of svc: beside the load generator and the upstream, not on svc's CPU.
+  pin(sink.pid, "generator")
+  try {
+    const grpcPort = await (await fetch(`http://127.0.0.1:${sink.port}/port`)).text()
+    const svc = await startEmbeddedSvc(upstreamOrigin, {
+      SVC__telemetry__enabled: "true",
+      SVC__telemetry__exporter__protocol: "grpc",
+      SVC__telemetry__exporter__endpoint: `127.0.0.1:${grpcPort}`,
+      SVC__telemetry__exporter__insecure: "true",
+      SVC__telemetry__sampling__ratio: "1",
+      OTEL_BSP_SCHEDULE_DELAY: "1000",
+      OTEL_METRIC_EXPORT_INTERVAL: "5000",
+      ...env
+    })
+    return {
+      ...svc,
+      stop: async () => {
+        await svc.stop()
+        const counts = (await (await fetch(`http://127.0.0.1:${sink.port}/count`)).json()) as { exports: number }
+        await sink.stop()
+        if (counts.exports === 0) throw new Error("telemetry row: the collector received no export")
+      }
+    }
+  } catch (error) {
+    await sink.stop()
+    throw error
+  }
+}
 /** PostgreSQL + a private Redis, `svc serve --service api` alone, shared by its `_proxy_raw` rows. */
 const sharedProduction = sharedSvcOn(async (upstreamOrigin, forwarded): Promise<ProxySvc> => {
   const svc = await startProductionSvc({ upstreamOrigin, forwarded, setup: createBenchConnections })
@@ -450,7 +520,7 @@ const svcTarget = (
 })
 
 /** `_proxy_raw`: the same method, the upstream URL in `X-Svc-Upstream-URL`, the body as it is. */
-const rawRoute =
+export const rawRoute =
   (svc: ProxySvc, connectionId: string) =>
   (request: RequestShape): RequestShape => ({
     ...request,
@@ -463,7 +533,7 @@ const rawRoute =
   })
 
 /** `_proxy`: the request as a JSON envelope POSTed to the route (no request body in these rows). */
-const envelopeRoute =
+export const envelopeRoute =
   (svc: ProxySvc, connectionId: string) =>
   (request: RequestShape): RequestShape => {
     if (request.body !== undefined) throw new Error("the svc _proxy rows send no upstream request body")
@@ -532,6 +602,7 @@ export const proxyTargets: ReadonlyArray<Target> = [
     }
   },
   ...rawTargets("proxy-svc-raw", "svc _proxy_raw", sharedEmbedded),
+  svcTarget("proxy-svc-raw-otel", "svc _proxy_raw telemetry on", sharedEmbeddedTelemetry, 0, rawRoute, plainJson),
   svcTarget("proxy-svc", "svc _proxy", sharedEmbedded, 0, envelopeRoute, envelope),
   ...rawTargets("proxy-pg-raw", "pg+redis _proxy_raw", sharedProduction)
 ]

@@ -1,8 +1,9 @@
 /**
  * The bench's outputs: the fixed-width table printed on stdout and the JSON document written to
  * test/bench/results/latest.json (schema `version: 1`; `sequences`, `streams`, `cluster`,
- * `lifecycle`, `metrics` and `options.generator` added without a bump).
+ * `lifecycle`, `migration`, `metrics` and `options.generator` added without a bump).
  */
+import type { ProxyMemoryReport } from "./ProxyMemory.ts"
 import * as fs from "node:fs/promises"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -10,6 +11,7 @@ import type { ProcessUsage } from "./ProcessUsage.ts"
 import { type ClusterReport, formatCluster } from "./Cluster.ts"
 import type { ColdStartResult } from "./ColdStart.ts"
 import { formatLifecycle, type LifecycleReport } from "./Lifecycle.ts"
+import { formatMigration, type MigrationReport } from "./Migration.ts"
 import { formatMetrics, type MetricsReport } from "./Metrics.ts"
 import type { SeedResult } from "./ListLatency.ts"
 import type { LoadResult } from "./Load.ts"
@@ -142,6 +144,8 @@ export interface BenchReport {
   }
   readonly coldStart?: ColdStartResult
   readonly coldStartError?: string
+  /** The proxy memory group (`ProxyMemory.ts`). */
+  readonly memory?: ProxyMemoryReport
   readonly load: ReadonlyArray<LoadRow>
   readonly streams: ReadonlyArray<StreamGroupReport>
   readonly sequences: ReadonlyArray<SequenceGroupReport>
@@ -149,6 +153,8 @@ export interface BenchReport {
   readonly cluster?: ClusterReport
   /** The lifecycle group (Lifecycle.ts); absent when not run. */
   readonly lifecycle?: LifecycleReport
+  /** The migration group (Migration.ts); absent when not run. */
+  readonly migration?: MigrationReport
   /** The metrics group (Metrics.ts); absent when not run. */
   readonly metrics?: MetricsReport
 }
@@ -474,6 +480,7 @@ export const formatTable = (report: BenchReport): string => {
   for (const group of report.sequences) out.push(...formatSequence(group))
   if (report.cluster !== undefined) out.push(...formatCluster(report.cluster))
   if (report.lifecycle !== undefined) out.push(...formatLifecycle(report.lifecycle))
+  if (report.migration !== undefined) out.push(...formatMigration(report.migration))
   if (report.metrics !== undefined) out.push(...formatMetrics(report.metrics))
   return `${out.join("\n")}\n`
 }

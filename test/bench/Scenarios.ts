@@ -90,6 +90,7 @@ const proxyRows = [
   "proxy-svc-raw",
   "proxy-svc-raw-r1",
   "proxy-svc-raw-r10",
+  "proxy-svc-raw-otel",
   "proxy-svc",
   "proxy-pg-raw",
   "proxy-pg-raw-r1",

@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: start-up times of the embedded default, then every load group, stream group and
- * sequence group of Scenarios.ts, then the cluster group, the lifecycle group and the metrics group, in one run
+ * sequence group of Scenarios.ts, then the cluster group, the lifecycle group, the migration group and the metrics group, in one run
  * (`--only` picks some); prints a table on stdout, progress on stderr, and writes
  * test/bench/results/latest.json. A target is started on first use and stopped after the last
  * group that uses it. Loopback only, bounded in time (about 5 min with the defaults;
@@ -16,6 +16,8 @@ import { type ColdStartResult, measureColdStart } from "./ColdStart.ts"
 import { onGeneratorCpu } from "./Cpu.ts"
 import { selectGenerator } from "./Generator.ts"
 import { lifecycleBudgetS, measureLifecycle } from "./Lifecycle.ts"
+import { measureMigration, migrationBudgetS } from "./Migration.ts"
+import { formatProxyMemory, measureProxyMemory, proxyMemoryBudgetS } from "./ProxyMemory.ts"
 import { defaultEmbeddedEvents, defaultPostgresEvents, measureMetrics, metricsBudgetS } from "./Metrics.ts"
 import { nowMs } from "./Ready.ts"
 import {
@@ -58,7 +60,7 @@ const usage = `usage: node test/bench/run.ts [--duration <s>] [--warmup <s>] [--
                in-process undici one
   --only       comma-separated parts to run, by id: start-up, a load group (ping, proxy), a
                stream group (proxy-stream), a sequence group (list-connections), cluster,
-               lifecycle, metrics (default: all of them)
+               lifecycle, migration, metrics, proxy-memory (default: all of them)
   --metrics-events           request events the metrics group seeds on PostgreSQL (default
                5000000 with --only metrics, 1000000 in a full run, 200000 with --quick)
   --metrics-embedded-events  request events it seeds on the embedded PGlite (default 500000,
@@ -67,7 +69,7 @@ const usage = `usage: node test/bench/run.ts [--duration <s>] [--warmup <s>] [--
                (default max(300, 120 + 2 x rows x (duration + warmup) + per stream target
                (20 s per upload + 0.5 s per SSE sample) + 60 + seed / 25 per sequence group
                + 60 when a load group has a PostgreSQL + Redis target + 120 for the cluster
-               group + 120 for the lifecycle group + 60 + 60 s per million PostgreSQL events
+               group + 120 for the lifecycle group + 300 for the migration group + 60 + 60 s per million PostgreSQL events
                + 200 s per million embedded events for the metrics group))`
 
 const { values } = parseArgs({
@@ -116,7 +118,9 @@ if (only !== undefined) {
     ...[...allLoadGroups, ...allStreamGroups, ...allSequenceGroups].map((g) => g.id),
     "cluster",
     "lifecycle",
-    "metrics"
+    "migration",
+    "metrics",
+    "proxy-memory"
   ]
   const unknown = [...only].filter((id) => !known.includes(id))
   if (unknown.length > 0 || only.size === 0) fail(`--only: unknown "${unknown.join(",")}"; one of ${known.join(", ")}`)
@@ -128,7 +132,9 @@ const sequenceGroups = allSequenceGroups.filter((g) => selected(g.id))
 const runStartUp = selected("start-up")
 const runCluster = selected("cluster")
 const runLifecycle = selected("lifecycle")
+const runMigration = selected("migration")
 const runMetrics = selected("metrics")
+const runMemory = selected("proxy-memory")
 
 const durationS = generator.seconds(seconds(values.duration, values.quick ? 1 : 5, 60))
 const warmupS = generator.seconds(seconds(values.warmup, values.quick ? 0.5 : 1, 10))
@@ -187,6 +193,8 @@ const defaultCapS = Math.max(
     productionBudgetS +
     (runCluster ? clusterBudgetS : 0) +
     (runLifecycle ? lifecycleBudgetS : 0) +
+    (runMigration ? migrationBudgetS : 0) +
+    (runMemory ? proxyMemoryBudgetS : 0) +
     (runMetrics ? metricsBudgetS(metricsEvents.postgres, metricsEvents.embedded) : 0)
 )
 const hardCapMs = seconds(values["max-time"], defaultCapS, 3600) * 1000
@@ -461,6 +469,7 @@ const main = async (): Promise<number> => {
       `${streamGroups.length} stream group(s); ${sequenceGroups.length} sequence group(s), seed ${seedCount}; ` +
       (runCluster ? "the cluster group; " : "") +
       (runLifecycle ? "the lifecycle group; " : "") +
+      (runMigration ? "the migration group; " : "") +
       (runMetrics
         ? `the metrics group (${metricsEvents.postgres} events on PostgreSQL, ${metricsEvents.embedded} embedded); `
         : "") +
@@ -483,8 +492,10 @@ const main = async (): Promise<number> => {
     const load = await measureGroups()
     const streams = await measureStreams()
     const sequences = await measureSequences()
+    const memory = runMemory ? await measureProxyMemory({ quick: values.quick, progress }) : undefined
     const cluster = runCluster ? await measureCluster({ quick: values.quick, progress }) : undefined
     const lifecycle = runLifecycle ? await measureLifecycle({ quick: values.quick, progress }) : undefined
+    const migration = runMigration ? await measureMigration({ quick: values.quick, progress }) : undefined
     const metrics = runMetrics
       ? await measureMetrics({
           quick: values.quick,
@@ -506,9 +517,12 @@ const main = async (): Promise<number> => {
       sequences,
       ...(cluster === undefined ? {} : { cluster }),
       ...(lifecycle === undefined ? {} : { lifecycle }),
-      ...(metrics === undefined ? {} : { metrics })
+      ...(migration === undefined ? {} : { migration }),
+      ...(metrics === undefined ? {} : { metrics }),
+      ...(memory === undefined ? {} : { memory })
     }
     process.stdout.write(formatTable(report))
+    if (memory !== undefined) process.stdout.write(`\n${formatProxyMemory(memory)}`)
     await writeJson(resultsFile, report)
     progress(`done; wrote ${resultsFile}`)
     const broke = (skipped: string | undefined) => skipped?.startsWith("failed: ") === true
@@ -519,6 +533,8 @@ const main = async (): Promise<number> => {
       sequences.some((g) => broke(g.skipped)) ||
       broke(cluster?.skipped) ||
       broke(lifecycle?.skipped) ||
+      broke(migration?.skipped) ||
+      broke(memory?.skipped) ||
       (metrics?.backends.some((b) => broke(b.skipped)) ?? false)
     return failed ? 1 : 0
   } finally {

@@ -61,14 +61,20 @@ interface Running {
 }
 
 /** Starts `bin/cli` in `cwd` (default: the svc's directory) with HOME set to `home`, `input` on stdin. */
-const start = (args: ReadonlyArray<string>, options: { cwd?: string; home?: string; input?: string } = {}): Running => {
+const start = (
+  args: ReadonlyArray<string>,
+  options: { cwd?: string; home?: string; input?: string; columns?: number } = {}
+): Running => {
+  // tables fit COLUMNS when it is set: the runner's own never leaks in
+  const { COLUMNS: _runnerColumns, ...inherited } = process.env
   const child = spawn(bin, args, {
     cwd: options.cwd ?? svc.dir,
     env: {
-      ...process.env,
+      ...inherited,
       HOME: options.home ?? home,
       NO_COLOR: "1",
-      PATH: `${path.dirname(process.execPath)}${path.delimiter}${process.env.PATH ?? ""}`
+      PATH: `${path.dirname(process.execPath)}${path.delimiter}${process.env.PATH ?? ""}`,
+      ...(options.columns === undefined ? {} : { COLUMNS: String(options.columns) })
     }
   })
   let stdout = ""
@@ -85,7 +91,7 @@ const start = (args: ReadonlyArray<string>, options: { cwd?: string; home?: stri
 /** Runs `bin/cli` to its end against the svc's api. */
 const cli = (
   args: ReadonlyArray<string>,
-  options: { cwd?: string; home?: string; api?: boolean; input?: string } = {}
+  options: { cwd?: string; home?: string; api?: boolean; input?: string; columns?: number } = {}
 ) => start(options.api === false ? args : [...args, "--apiUrl", apiUrl], options).exit
 
 const lines = (text: string) => text.split("\n").filter((line) => line !== "")
@@ -206,6 +212,14 @@ describe("cli list", () => {
     expect(rows.map((row) => row.split(/ +/).slice(0, 7))).toEqual(
       connections.map((c) => [c.id, c.name, ns, alpha1.id, "1", "configured", "healthy"])
     )
+    // a terminal of 60 columns (COLUMNS): the widest columns give way, every line fits
+    const narrow = await cli(["list", "connections", "--connectorId", alpha1.id, "--order", "name ASC"], {
+      columns: 60
+    })
+    const narrowLines = lines(narrow.stdout)
+    expect(narrowLines).toHaveLength(connections.length + 1)
+    for (const line of narrowLines) expect(line.length).toBeLessThanOrEqual(60)
+    expect(narrowLines[1]).toContain("…")
     const none = await cli(["list", "connections", "--connectorId", alpha1.id, "--state", "disconnected"])
     expect(none.code).toBe(0)
     expect(none.stdout).toBe("")

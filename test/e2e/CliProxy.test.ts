@@ -331,6 +331,47 @@ describe("cli proxy", () => {
     expect(answer).toEqual({ status: 200, body: "first:part-1part-2|second" })
   })
 
+  it("works as curl's forward proxy (-x): http:// URLs of the upstream host go through; other hosts and CONNECT are refused", async () => {
+    upstream.route("/base/forwarded", (request) => ({
+      status: 200,
+      headers: { "content-type": "text/plain" },
+      body: `forwarded ${request.method} ${request.url}`
+    }))
+    const { url } = await serve([
+      "proxy",
+      "--connection",
+      connectionId,
+      "--upstream-base",
+      `${upstream.origin}/base`,
+      "--port",
+      "0",
+      "--apiUrl",
+      apiUrl
+    ])
+    const host = new URL(upstream.origin).host
+    const curl = (args: ReadonlyArray<string>) =>
+      new Promise<Outcome>((resolve) => {
+        const child = spawn("curl", ["-s", "-x", url, ...args])
+        let stdout = ""
+        let stderr = ""
+        child.stdout.on("data", (chunk) => (stdout += chunk))
+        child.stderr.on("data", (chunk) => (stderr += chunk))
+        child.on("close", (code) => resolve({ code, stdout, stderr }))
+      })
+    expect(await curl([`http://${host}/forwarded?via=proxy`])).toEqual({
+      code: 0,
+      stdout: "forwarded GET /base/forwarded?via=proxy",
+      stderr: ""
+    })
+    const other = await curl(["-w", "%{http_code}", "http://elsewhere.invalid/forwarded"])
+    expect(other.stdout).toContain("wrong_upstream_host")
+    expect(other.stdout.endsWith("421")).toBe(true)
+    // https:// through a proxy is a CONNECT tunnel: refused, curl fails instead of hanging
+    const tunnel = await curl(["-S", "https://example.invalid/"])
+    expect(tunnel.code).not.toBe(0)
+    expect(tunnel.stderr).toContain("405")
+  })
+
   it("one-shot: runs the real curl with its URL pointed at a local listener; output and exit 0 pass through", async () => {
     upstream.route("/v1/oneshot", (request) => ({
       status: 200,

@@ -16,18 +16,9 @@ import {
   launch,
   resources,
   type Svc,
-  type VersionBody
+  type VersionBody,
+  type TaskBody
 } from "../support/Api.ts"
-
-interface TaskBody {
-  readonly id: string
-  readonly type: string
-  readonly state: string
-  readonly createdAt: string
-  readonly updatedAt: string
-  readonly error?: string
-  readonly progress?: { readonly total: number; readonly done: number }
-}
 
 let svc: Svc
 /** A provider whose token endpoint answers and whose revocation endpoint never does. */

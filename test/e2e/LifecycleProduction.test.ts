@@ -18,33 +18,17 @@ import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import {
   type ConnectionBody,
-  caller,
   eventually,
   expectStatus,
   mapLimit,
   rand,
   resources,
-  type Svc
+  startApiProcess,
+  type Svc,
+  type TaskBody
 } from "../support/Api.ts"
 import { type ProductionWorkspace, productionWorkspace } from "../support/ProductionWorkspace.ts"
-import {
-  freePort,
-  freePorts,
-  type Ports,
-  portEnv,
-  type RunningSvc,
-  runSvc,
-  startSvc,
-  waitForHttp
-} from "../support/SvcProcess.ts"
-
-interface TaskBody {
-  readonly id: string
-  readonly type: string
-  readonly state: string
-  readonly error?: string
-  readonly progress?: { readonly total: number; readonly done: number }
-}
+import { freePort, type Ports, type RunningSvc, runSvc, startSvc, waitForHttp } from "../support/SvcProcess.ts"
 
 interface Worker {
   readonly name: string
@@ -124,20 +108,7 @@ const settled = async () => {
 }
 
 const startApi = async (name: string): Promise<ApiProcess> => {
-  const ports = await freePorts()
-  const running = startSvc(["serve", "--service", "api"], { cwd: workspace!.dir, env: portEnv(ports) })
-  await waitForHttp(`http://127.0.0.1:${ports.api}/ping`, running, 60_000)
-  const svc: Svc = {
-    ports,
-    adminToken: token,
-    output: running.output,
-    call: caller(ports, token),
-    sign: async () => token,
-    stop: async () => {
-      await running.stop()
-    }
-  }
-  return { name, ports, running, svc }
+  return { name, ...(await startApiProcess(workspace!.dir, token)) }
 }
 
 const startDisconnectAll = async (via: ApiProcess, connectorId: string, timeoutSeconds: number) =>

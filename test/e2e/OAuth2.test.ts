@@ -4,7 +4,8 @@
  * the provider's own login and consent forms → the callback → `configured` after the verify
  * probe; the token stored only encrypted; state replay, a wrong state, another browser and a
  * foreign return URL refused; an upstream 401 answered by one refresh and one retry; a revoked
- * refresh token making the connection unhealthy with one re-authentication notice; setup forms;
+ * refresh token making the connection unhealthy with one re-authentication notice; a preconnect
+ * value a migration made required asked for by `_reauthorize` before its redirect; setup forms;
  * client-credentials tokens renewed; disconnect revoking at the provider.
  */
 import { randomBytes } from "node:crypto"
@@ -22,7 +23,7 @@ import {
   type Svc
 } from "../support/Api.ts"
 import { makeBrowser } from "../support/Browser.ts"
-import { type OAuthProvider, startOAuthProvider } from "../support/OAuthProvider.ts"
+import { authorizationCodeAuth, type OAuthProvider, startOAuthProvider } from "../support/OAuthProvider.ts"
 import { startUpstream, type Upstream } from "../support/Upstream.ts"
 
 interface Next {
@@ -120,16 +121,7 @@ beforeAll(async () => {
   const connector = await r.publishedConnector(ns, {
     definition: {
       type: "provider",
-      auth: {
-        type: "oauth2",
-        grant_type: "authorization_code",
-        authorization_endpoint: provider.endpoints.authorization,
-        token_endpoint: provider.endpoints.token,
-        revocation_endpoint: provider.endpoints.revocation,
-        client_id: "svc-web",
-        client_auth: "client_secret_basic",
-        scopes: [{ name: "read", required: true }, { name: "write" }]
-      },
+      auth: authorizationCodeAuth(provider, [{ name: "read", required: true }, { name: "write" }]),
       proxy: { allowed_hosts: [providerHost, `127.0.0.1:${upstream.port}`], allow_private_networks: true },
       probes: [{ id: "me", url: provider.endpoints.resource("me"), verify: true }]
     }
@@ -292,6 +284,91 @@ describe("authorization code with PKCE (issue 5)", () => {
     expect(back.searchParams.get("status")).toBe("configured")
     expect((await getConnection(id)).healthState).toBe("healthy")
     expect((await notices()).length).toBe(0)
+  }, 90_000)
+
+  it("asks for a preconnect value a migration made required before the redirect of _reauthorize (spec 4.3 rule 4)", async () => {
+    const definition = (preconnect: boolean) => ({
+      type: "provider",
+      auth: authorizationCodeAuth(provider, [{ name: "read", required: true }, { name: "write" }]),
+      proxy: { allowed_hosts: [new URL(provider.issuer).host], allow_private_networks: true },
+      ...(preconnect
+        ? {
+            setup_flow: {
+              preconnect: {
+                steps: [
+                  {
+                    id: "tenant",
+                    json_schema: {
+                      type: "object",
+                      properties: { tenant: { type: "string", minLength: 2 } },
+                      required: ["tenant"],
+                      additionalProperties: false
+                    }
+                  }
+                ]
+              }
+            }
+          }
+        : {})
+    })
+    const connector = await r.publishedConnector(ns, { definition: definition(false) })
+    const started = await initiate({ connectorId: connector.id })
+    expect((await authorize(started.next.url ?? "")).back.searchParams.get("status")).toBe("configured")
+    const id = started.connection.id
+    const v2 = expectStatus<{ version: number }>(
+      await svc.call("POST", `/api/v1/connectors/${connector.id}/versions`, { body: { definition: definition(true) } }),
+      201
+    )
+    await r.publish(connector.id, v2.version)
+    const handle = expectStatus<{ task_id: string }>(
+      await svc.call("POST", `/api/v1/connections/${id}/_migrate_version`, { body: { target_version: v2.version } }),
+      202
+    )
+    const task = await eventually(
+      async () => expectStatus<{ state: string }>(await svc.call("GET", `/api/v1/tasks/${handle.task_id}`), 200),
+      (body) => body.state !== "active"
+    )
+    expect(task.state).toBe("completed")
+    const notices = async () =>
+      expectStatus<{ items: ReadonlyArray<NotificationBody> }>(
+        await svc.call("GET", "/api/v1/notifications?include_viewed=true&limit=200"),
+        200
+      ).items.filter((notice) => notice.action_url === `/connections/${id}?action=reauth`)
+    expect((await notices()).length).toBe(1)
+    expect((await getConnection(id)).healthState).toBe("unhealthy")
+
+    // The form first; the connection keeps proxying with its current tokens.
+    const re = expectStatus<Progress>(
+      await svc.call("POST", `/api/v1/connections/${id}/_reauthorize`, { body: { returnToUrl: `${appOrigin}/re` } }),
+      200
+    )
+    expect(re.next).toMatchObject({ type: "form", stepId: "tenant", phase: "preconnect" })
+    expect(expectStatus<{ statusCode: number }>(await proxyResource(id), 200).statusCode).toBe(200)
+    const submit = (values: Record<string, unknown>) =>
+      svc.call<Progress>("POST", `/api/v1/connections/${id}/_setup`, { body: { stepId: "tenant", values } })
+    expectError(await submit({ tenant: "x" }), 400, "invalid_configuration")
+    const next = expectStatus<Progress>(await submit({ tenant: "acme" }), 200)
+    expect(next.next.type).toBe("redirect")
+    // Stored before the redirect; health and the notice wait for the provider.
+    expect((await getConnection(id)).healthState).toBe("unhealthy")
+    const { back } = await authorize(next.next.url ?? "")
+    expect(back.origin + back.pathname).toBe(`${appOrigin}/re`)
+    expect(back.searchParams.get("status")).toBe("configured")
+    const healed = await getConnection(id)
+    expect(healed).toMatchObject({ state: "configured", healthState: "healthy" })
+    const stored = expectStatus<{ configuration: Record<string, unknown> }>(
+      await svc.call("GET", `/api/v1/connections/${id}`),
+      200
+    )
+    expect(stored.configuration).toMatchObject({ tenant: "acme" })
+    expect((await notices()).length).toBe(0)
+    expect(expectStatus<{ statusCode: number }>(await proxyResource(id), 200).statusCode).toBe(200)
+    // Nothing is missing any more: _reauthorize answers the redirect at once.
+    const again = expectStatus<Progress>(
+      await svc.call("POST", `/api/v1/connections/${id}/_reauthorize`, { body: {} }),
+      200
+    )
+    expect(again.next.type).toBe("redirect")
   }, 90_000)
 
   it("revokes the tokens at the provider on disconnect", async () => {

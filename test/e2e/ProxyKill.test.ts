@@ -11,7 +11,7 @@ import * as fs from "node:fs/promises"
 import * as http from "node:http"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { caller, eventually, rand, resources, type Svc } from "../support/Api.ts"
+import { caller, rand, resources, settledCount, type Svc } from "../support/Api.ts"
 import { type ProductionWorkspace, productionWorkspace } from "../support/ProductionWorkspace.ts"
 import {
   freePorts,
@@ -138,18 +138,7 @@ describe("SIGKILL under load", () => {
     // The next process on the same data directory stores what the killed one journalled.
     const second = await start()
     // Stored once the count reaches the bound and stays put for a second (the replay is over).
-    let previous = -1
-    const stored = await eventually(
-      async () => {
-        const now = await eventCount()
-        const stable = now === previous && now >= answered - callers
-        previous = now
-        if (!stable) await new Promise((resolve) => setTimeout(resolve, 800))
-        return { now, stable }
-      },
-      (read) => read.stable,
-      30_000
-    ).then((read) => read.now)
+    const stored = await settledCount(eventCount, answered - callers)
     console.log(
       `${answered} answered before SIGKILL, ${storedAtKill} stored at the kill, ${stored} after the restart: ` +
         `${Math.max(0, answered - stored)} lost`

@@ -169,6 +169,26 @@ export const eventually = async <T>(
 }
 
 /**
+ * Polls a count until it is at least `atLeast` and reads the same twice 800 ms apart (a replay
+ * that fills it is over); returns the last count read.
+ */
+export const settledCount = async (read: () => Promise<number>, atLeast: number, timeoutMs = 30_000) => {
+  let previous = -1
+  const last = await eventually(
+    async () => {
+      const now = await read()
+      const stable = now === previous && now >= atLeast
+      previous = now
+      if (!stable) await new Promise((resolve) => setTimeout(resolve, 800))
+      return { now, stable }
+    },
+    (value) => value.stable,
+    timeoutMs
+  )
+  return last.now
+}
+
+/**
  * Starts `svc serve` (embedded default) in a fresh temp dir and waits until the api answers. A
  * start that lost a port to another listener between `freePorts` and `listen` (EADDRINUSE) is
  * retried on fresh ports, at most three times.
@@ -227,6 +247,46 @@ const launchOnce = async (prefix: string, options: LaunchOptions): Promise<Svc> 
 
   const pid = () => running.child.pid
   return { ports, adminToken, output: () => running.output(), call, sign, stop, restart, dir, pid }
+}
+
+/** `GET /api/v1/tasks/{id}` (API-CONVENTIONS "Tasks and notifications"). */
+export interface TaskBody {
+  readonly id: string
+  readonly type: string
+  readonly state: string
+  readonly createdAt: string
+  readonly updatedAt: string
+  readonly error?: string
+  readonly progress?: { readonly total: number; readonly done: number }
+}
+
+/** The 202 of `POST /api/v1/connections/{id}/_migrate_version` (spec 4.3). */
+export interface MigrationHandle {
+  readonly task_id: string
+  readonly connection_id: string
+  readonly source_version: number
+  readonly target_version: number
+}
+
+/**
+ * `svc serve --service api` alone in `dir` (a production workspace), once it answers `/ping`;
+ * its `Svc` calls with `token`, and stopping it stops the process.
+ */
+export const startApiProcess = async (dir: string, token: string) => {
+  const ports = await freePorts()
+  const running = startSvc(["serve", "--service", "api"], { cwd: dir, env: portEnv(ports) })
+  await waitForHttp(`http://127.0.0.1:${ports.api}/ping`, running, 60_000)
+  const svc: Svc = {
+    ports,
+    adminToken: token,
+    output: running.output,
+    call: caller(ports, token),
+    sign: async () => token,
+    stop: async () => {
+      await running.stop()
+    }
+  }
+  return { ports, running, svc }
 }
 
 /** Asserts the status (showing the body on failure) and returns the body. */

@@ -136,6 +136,24 @@ const kindOf = (kind: string | undefined): TokenKind | undefined =>
         : undefined
 
 /** Starts the authorization server and its protected resource on 127.0.0.1 (ephemeral port). */
+/**
+ * The `auth` block of an authorization-code connector for `provider`'s `svc-web` client: its
+ * authorization, token and revocation endpoints, HTTP basic client authentication, `scopes`.
+ */
+export const authorizationCodeAuth = (
+  provider: OAuthProvider,
+  scopes: ReadonlyArray<{ readonly name: string; readonly required?: boolean }>
+) => ({
+  type: "oauth2",
+  grant_type: "authorization_code",
+  authorization_endpoint: provider.endpoints.authorization,
+  token_endpoint: provider.endpoints.token,
+  revocation_endpoint: provider.endpoints.revocation,
+  client_id: "svc-web",
+  client_auth: "client_secret_basic",
+  scopes
+})
+
 export const startOAuthProvider = async (options: OAuthProviderOptions = {}): Promise<OAuthProvider> => {
   const clients = new Map<string, Record<string, unknown>>()
   const adapter = memoryAdapter(clients)

@@ -171,6 +171,10 @@ export const relay = (
     })
   })
 
+/** Why CONNECT is refused (see `listenLoopback`). */
+export const connectRefusal =
+  "CONNECT tunnels are not relayed: send http:// URLs through this proxy (it forwards them with the upstream's scheme) or use the listener's URL"
+
 /** Where a started listener is reachable. */
 export interface Listening {
   readonly port: number
@@ -197,6 +201,15 @@ export const listenLoopback = Effect.fnUntraced(function* (
     Effect.callback<Http.Server, CliFailure>((resume) => {
       const server = Http.createServer({ requestTimeout: 0, headersTimeout: 30_000 }, (req, res) => {
         run(handle(req, res))
+      })
+      // a CONNECT tunnel (an https:// URL through a forward proxy) would carry TLS bytes the relay
+      // cannot sign or inject into: refused with a reason instead of a silently dropped socket
+      server.on("connect", (_req, socket) => {
+        const body = `${JSON.stringify({ error: connectRefusal, code: "connect_not_supported" })}\n`
+        socket.on("error", () => {})
+        socket.end(
+          `HTTP/1.1 405 Method Not Allowed\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`
+        )
       })
       const onError = (error: NodeJS.ErrnoException) => resume(Effect.fail(listenFailure(error, port)))
       server.once("error", onError)

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { formatJsonArray, formatJsonLines, formatTable, shortTime } from "./Output.ts"
+import { fitWidths, formatJsonArray, formatJsonLines, formatTable, shortTime, terminalWidth } from "./Output.ts"
 
 interface Row {
   readonly id: string
@@ -31,7 +31,7 @@ describe("formatTable", () => {
   })
 
   it("cuts cells longer than the maximum width with an ellipsis", () => {
-    const lines = formatTable(columns, [{ id: "x".repeat(20), name: "n", state: "s" }], 8)
+    const lines = formatTable(columns, [{ id: "x".repeat(20), name: "n", state: "s" }], { maxWidth: 8 })
     assert.deepStrictEqual(lines, ["ID        NAME  STATE", "xxxxxxx…  n     s"])
   })
 
@@ -39,6 +39,39 @@ describe("formatTable", () => {
     const lines = formatTable(columns, [{ id: "a\nb", name: "\u001b[31mred", state: "s\tt" }])
     assert.strictEqual(lines.length, 2)
     assert.strictEqual(lines[1], "a b   [31mred  s t")
+  })
+})
+
+describe("fitting a terminal", () => {
+  const rows = [
+    { id: "cxn_01jd8x7k2m3n4p5q6r7s8t9v0w", name: "a-rather-long-connection-name-for-acme", state: "configured" },
+    { id: "cxn_2", name: "short", state: "disconnected" }
+  ]
+
+  it("narrows the widest column until every line fits the terminal", () => {
+    const lines = formatTable(columns, rows, { lineWidth: 60 })
+    for (const line of lines) assert.isAtMost(line.length, 60)
+    assert.strictEqual(lines[0]?.startsWith("ID"), true)
+    // the state column keeps its natural width: the long ones gave way first
+    assert.strictEqual(lines[2]?.endsWith("disconnected"), true)
+    assert.strictEqual(lines[1]?.includes("…"), true)
+  })
+
+  it("leaves a table that already fits unchanged", () => {
+    assert.deepStrictEqual(formatTable(columns, rows, { lineWidth: 500 }), formatTable(columns, rows))
+  })
+
+  it("never narrows a column below its minimum: a tiny terminal wraps instead", () => {
+    assert.deepStrictEqual(fitWidths([30, 40, 3], 5), [6, 6, 3])
+    assert.deepStrictEqual(fitWidths([10, 10], 22), [10, 10])
+    assert.deepStrictEqual(fitWidths([10, 10], 21), [9, 10])
+  })
+
+  it("takes the width from a terminal, else from COLUMNS, else none", () => {
+    assert.strictEqual(terminalWidth({ isTTY: true, columns: 101 }, "80"), 101)
+    assert.strictEqual(terminalWidth({ isTTY: false }, "80"), 80)
+    assert.strictEqual(terminalWidth({ isTTY: false }, "wide"), undefined)
+    assert.strictEqual(terminalWidth({ isTTY: false }, undefined), undefined)
   })
 })
 

@@ -40,7 +40,7 @@ export interface SingleOptions {
   readonly entityReplyPollInterval?: Duration.Input | undefined
   /** How often shard assignments are refreshed from runner storage. Default 3 s. */
   readonly refreshAssignmentsInterval?: Duration.Input | undefined
-  /** How often held shard locks (advisory locks, or table leases on PGlite) are refreshed. Default 10 s. */
+  /** How often held shard locks (advisory locks) are refreshed; `layerSingle` holds none. Default 10 s. */
   readonly shardLockRefreshInterval?: Duration.Input | undefined
   /** After this long without a refresh a shard lock is free for another runner. Default 35 s. */
   readonly shardLockExpiration?: Duration.Input | undefined
@@ -91,9 +91,15 @@ const shardingConfig = (options: SingleOptions | undefined): ShardingOverrides =
 }
 
 /**
- * One in-process runner that owns every shard: SQL message storage and SQL runner storage
- * (advisory locks on PostgreSQL, table leases on PGlite) on the ambient `SqlClient`, no runner
- * transport, and the cluster workflow engine. Migrations of the cluster tables run on build.
+ * One in-process runner that owns every shard: SQL message storage on the ambient `SqlClient`
+ * (what makes workflows durable across restarts), in-memory runner storage, no runner transport,
+ * and the cluster workflow engine. Migrations of the cluster tables run on build.
+ *
+ * Runner storage is in memory because one process is the whole cluster: there is no other runner
+ * to hand shards to, so shard locks protect nothing. Stored leases did harm on PGlite, whose one
+ * connection serialises every query: under a burst of workflow traffic the lease refresh waited
+ * past its timeout, the runner declared its locks lost and interrupted every entity, and some
+ * workflow runs were never resumed (tasks left active after their work had committed).
  * Configuration comes only from `options` (never from the environment). Releasing the layer
  * stops the runner gracefully: entities finish or are interrupted, shards and the runner
  * registration are released.
@@ -110,7 +116,7 @@ export const layerSingle = (
     Layer.provideMerge(Runners.layerNoop),
     Layer.provideMerge(SqlMessageStorage.layerWith(prefix)),
     Layer.provide(RunnerHealth.layerNoop),
-    Layer.provideMerge(Layer.orDie(SqlRunnerStorage.layerWith(prefix))),
+    Layer.provideMerge(RunnerStorage.layerMemory),
     Layer.provideMerge(ShardingConfig.layer(shardingConfig(options))),
     Layer.provide(Digest.layerWebCrypto)
   )

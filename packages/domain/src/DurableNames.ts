@@ -72,3 +72,15 @@ export const ResourceSnapshotsSingleton = "svc.metrics.resource-snapshots.v1"
 
 /** Cluster singleton that deletes expired request events, recordings and resource snapshots (issue 19 item 5). */
 export const RetentionSingleton = "svc.metrics.retention.v1"
+
+/** spec 4.3: moves one connection between versions of its connector (hooks, one transaction, probes). */
+export const MigrateVersionWorkflowName = "core.connection.migrate_version.v1"
+
+/** Runs the hooks and writes every effect in one transaction (once per task, even when re-run after a crash). */
+export const MigrateVersionApplyActivity = "core.connection.migrate_version.apply.v1"
+
+/** After the switch: the refresh attempt a changed OAuth client asks for, then the target's enabled probes once. */
+export const MigrateVersionAfterActivity = "core.connection.migrate_version.after.v1"
+
+/** Ends the migration task and frees the connection's migration lock. */
+export const MigrateVersionFinishActivity = "core.connection.migrate_version.finish.v1"

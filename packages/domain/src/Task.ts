@@ -6,7 +6,7 @@
 import { Schema } from "effect"
 
 /** What a task does. */
-export const TaskType = Schema.Literals(["disconnect_all", "archive", "disconnect"])
+export const TaskType = Schema.Literals(["disconnect_all", "archive", "disconnect", "migrate_version"])
 export type TaskType = typeof TaskType.Type
 
 /**

@@ -20,12 +20,15 @@ import * as RateLimiting from "./ratelimit/RateLimiting.ts"
 import { ActorDirectory } from "./resources/ActorDirectory.ts"
 import * as Database from "./stores/Database.ts"
 import * as Stores from "./stores/Stores.ts"
+import * as TelemetryLayer from "./telemetry/TelemetryLayer.ts"
 import { printBanner, writeAdminToken } from "./StartupBanner.ts"
 import * as Membership from "./worker/Membership.ts"
 import * as Worker from "./worker/Worker.ts"
 
 /** Runs the selected services until interrupted (SIGINT/SIGTERM), then shuts down gracefully. */
-export const serve = Effect.fn("Serve.serve")(function* (
+// Untraced: the layers are built here, and a span of this call would be the parent of every span
+// the built services start (their captured context), instead of the request's.
+export const serve = Effect.fnUntraced(function* (
   config: ResolvedConfig,
   services: ReadonlyArray<ServiceId>,
   options: { readonly migrate: boolean }
@@ -74,7 +77,9 @@ export const serve = Effect.fn("Serve.serve")(function* (
   ).pipe(
     Layer.provide(Membership.layer(config, services)),
     Layer.provide(Stores.layer(config, { applyMigrations: options.migrate || config.database.provider === "pglite" })),
-    Layer.provide(Layer.succeed(SvcConfig, config))
+    Layer.provide(Layer.succeed(SvcConfig, config)),
+    // Outermost: the tracer, metrics and log export (spec 8.3) reach every layer and request.
+    Layer.provide(TelemetryLayer.layer(config, services))
   )
   yield* Layer.build(app)
   // Added after the layers, so it runs first on SIGTERM/SIGINT: the servers drain while every

@@ -10,6 +10,7 @@ import { type ConfigError, loadConfig } from "./config/ConfigLoader.ts"
 import type { ResolvedConfig } from "./config/SvcConfig.ts"
 import { shutdownGraceMs } from "./config/Durations.ts"
 import { runMigrations, serve } from "./Serve.ts"
+import { stderrLogger } from "./telemetry/Logging.ts"
 import { version } from "./config/Version.ts"
 
 const configFlag = Flag.String("config").pipe(
@@ -28,12 +29,12 @@ const describe = (error: unknown): string => {
   return cause instanceof Error && cause.message !== "" ? `${tag}: ${cause.message}` : tag
 }
 
-/** Logs go to stderr (spec 8.3), as text or one JSON object per line; stdout is for the banner. */
+/**
+ * Logs go to stderr (spec 8.3), as text or one JSON object per line, stamped with `trace_id` and
+ * `span_id` under a recording span; stdout is for the banner.
+ */
 const loggerLayer = (format: "text" | "json") =>
-  Layer.mergeAll(
-    Logger.layer([format === "json" ? Logger.withConsoleError(Logger.formatJson) : Logger.defaultLogger]),
-    Layer.succeed(Logger.LogToStderr, true)
-  )
+  Layer.mergeAll(Logger.layer([stderrLogger(format)]), Layer.succeed(Logger.LogToStderr, true))
 
 const logLevels = { trace: "Trace", debug: "Debug", info: "Info", warn: "Warn", error: "Error" } as const
 

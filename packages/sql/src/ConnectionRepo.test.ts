@@ -89,5 +89,44 @@ for (const [backend, db] of TestDatabase.backends) {
         assert.strictEqual(yield* stored(cxn("del_null")), "null@1")
       })
     )
+
+    it.effect(
+      "swapConfiguration replaces a configured or disabled connection's configuration only when unchanged",
+      () =>
+        Effect.gen(function* () {
+          const connections = yield* ConnectionRepo
+          const repo = yield* ResourceRepo
+          const sql = yield* SqlClient.SqlClient
+          const configuration = (id: ConnectionId) =>
+            Effect.map(
+              sql<{ configurationEnc: string | null; setupReturnUrl: string | null }>`
+              SELECT configuration_enc, setup_return_url FROM connections WHERE id = ${id}`,
+              (rows) => rows[0]
+            )
+          yield* connector(cxr("cfg"))
+          yield* connection(cxn("cfg"), cxr("cfg"), "v1:a")
+          yield* connection(cxn("cfg_setup"), cxr("cfg"), null)
+          yield* connection(cxn("cfg_del"), cxr("cfg"), null)
+          yield* sql`UPDATE connections SET state = 'setup' WHERE id = ${cxn("cfg_setup")}`
+          yield* repo.softDelete("connections", cxn("cfg_del"), at(1))
+          // A stale expected ciphertext loses.
+          assert.isFalse(yield* connections.swapConfiguration(cxn("cfg"), "cfg-other", "cfg-new", at(2)))
+          assert.strictEqual((yield* configuration(cxn("cfg")))?.configurationEnc, `cfg-${cxn("cfg")}`)
+          assert.isTrue(yield* connections.swapConfiguration(cxn("cfg"), `cfg-${cxn("cfg")}`, "cfg-new", at(3)))
+          assert.strictEqual((yield* configuration(cxn("cfg")))?.configurationEnc, "cfg-new")
+          assert.isTrue(yield* connections.setState(cxn("cfg"), "disabled", at(4)))
+          assert.isTrue(yield* connections.swapConfiguration(cxn("cfg"), "cfg-new", "cfg-newer", at(5)))
+          // A connection in setup or deleted is not re-authenticated this way.
+          const inSetup = `cfg-${cxn("cfg_setup")}`
+          assert.isFalse(yield* connections.swapConfiguration(cxn("cfg_setup"), inSetup, "cfg-new", at(6)))
+          assert.isFalse(
+            yield* connections.swapConfiguration(cxn("cfg_del"), `cfg-${cxn("cfg_del")}`, "cfg-new", at(6))
+          )
+          assert.strictEqual((yield* configuration(cxn("cfg_setup")))?.configurationEnc, inSetup)
+          yield* connections.setReturnUrl(cxn("cfg"), "https://app.example.test/re", at(7))
+          assert.strictEqual((yield* configuration(cxn("cfg")))?.setupReturnUrl, "https://app.example.test/re")
+          assert.strictEqual((yield* configuration(cxn("cfg_setup")))?.setupReturnUrl, null)
+        })
+    )
   })
 }

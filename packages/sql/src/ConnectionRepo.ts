@@ -55,6 +55,18 @@ export class ConnectionRepo extends Context.Service<
       },
       now: Date
     ) => Effect.Effect<boolean, SqlError>
+    /**
+     * Compare-and-swap of the configuration ciphertext of a `configured` or `disabled` connection
+     * (a re-authentication's new preconnect values); false when the row changed meanwhile.
+     */
+    readonly swapConfiguration: (
+      id: ConnectionId,
+      expected: string | null,
+      next: string,
+      now: Date
+    ) => Effect.Effect<boolean, SqlError>
+    /** Sets where the browser returns after the connection's next OAuth2 step (a re-authentication's). */
+    readonly setReturnUrl: (id: ConnectionId, url: string | null, now: Date) => Effect.Effect<void, SqlError>
     /** Sets the health state (a failed refresh makes a connection unhealthy). */
     readonly setHealth: (id: ConnectionId, health: "healthy" | "unhealthy", now: Date) => Effect.Effect<void, SqlError>
     /** Sets when the sweep refreshes next, unless the credentials changed from `expected` meanwhile. */
@@ -124,6 +136,30 @@ export class ConnectionRepo extends Context.Service<
         return rows.length === 1
       })
 
+      const swapConfiguration = Effect.fn("ConnectionRepo.swapConfiguration")(function* (
+        id: ConnectionId,
+        expected: string | null,
+        next: string,
+        now: Date
+      ) {
+        const rows = yield* sql`
+          UPDATE connections SET configuration_enc = ${next}, updated_at = ${now}
+          WHERE id = ${id} AND deleted_at IS NULL AND state IN ('configured', 'disabled')
+            AND configuration_enc IS NOT DISTINCT FROM ${expected}
+          RETURNING id`
+        return rows.length === 1
+      })
+
+      const setReturnUrl = Effect.fn("ConnectionRepo.setReturnUrl")(function* (
+        id: ConnectionId,
+        url: string | null,
+        now: Date
+      ) {
+        yield* sql`
+          UPDATE connections SET setup_return_url = ${url}, updated_at = ${now}
+          WHERE id = ${id} AND deleted_at IS NULL`
+      })
+
       const setHealth = Effect.fn("ConnectionRepo.setHealth")(function* (
         id: ConnectionId,
         health: "healthy" | "unhealthy",
@@ -180,6 +216,8 @@ export class ConnectionRepo extends Context.Service<
         swapCredentials,
         currentCredentials,
         advanceSetup,
+        swapConfiguration,
+        setReturnUrl,
         setHealth,
         setRefreshDueAt,
         setState,

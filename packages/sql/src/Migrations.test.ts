@@ -39,7 +39,8 @@ for (const [backend, db] of TestDatabase.backends) {
           [4, "notifications"],
           [5, "oauth2"],
           [6, "connection_controls"],
-          [7, "tasks"]
+          [7, "tasks"],
+          [8, "active_tasks_by_subject"]
         ])
         assert.deepStrictEqual(yield* Migrations.migrateAppMetrics, [
           [1, "request_events"],
@@ -59,7 +60,8 @@ for (const [backend, db] of TestDatabase.backends) {
           { migration_id: 4, name: "notifications" },
           { migration_id: 5, name: "oauth2" },
           { migration_id: 6, name: "connection_controls" },
-          { migration_id: 7, name: "tasks" }
+          { migration_id: 7, name: "tasks" },
+          { migration_id: 8, name: "active_tasks_by_subject" }
         ])
         assert.deepStrictEqual(yield* history("app_metrics_schema_migrations"), [
           { migration_id: 1, name: "request_events" },
@@ -155,6 +157,7 @@ for (const [backend, db] of TestDatabase.backends) {
             "request_events_namespace_timestamp_idx",
             "request_events_timestamp_id_idx",
             "resource_snapshots_kind_taken_idx",
+            "tasks_active_subject",
             "tasks_one_active"
           ]
         )

@@ -75,6 +75,11 @@ export class NotificationRepo extends Context.Service<
     readonly upsert: (notice: NewNotice, rule?: SeverityRule) => Effect.Effect<UpsertResult, SqlError>
     /** Resolves the active notice of `key` (spec 2.10 `notifications.unset`); false when there was none. */
     readonly resolve: (connectionId: string, key: string, now: Date) => Effect.Effect<boolean, SqlError>
+    /**
+     * Whether the connection's active notice of `key` was raised by a version migration (its
+     * metadata names the migration): only re-authorising resolves that one, not a token refresh.
+     */
+    readonly raisedByMigration: (connectionId: string, key: string) => Effect.Effect<boolean, SqlError>
     /** The active notice `id` of a live connection. */
     readonly find: (id: string) => Effect.Effect<Option.Option<NotificationRow>, SqlError>
     readonly list: (query: NotificationQuery) => Effect.Effect<
@@ -173,6 +178,16 @@ export class NotificationRepo extends Context.Service<
         return rows.length > 0
       })
 
+      const raisedByMigration = Effect.fn("NotificationRepo.raisedByMigration")(function* (
+        connectionId: string,
+        key: string
+      ) {
+        const rows = yield* sql`SELECT 1 FROM notifications
+          WHERE connection_id = ${connectionId} AND key = ${key} AND resolved_at IS NULL
+            AND metadata -> 'migration' IS NOT NULL`
+        return rows.length > 0
+      })
+
       const live = sql`n.resolved_at IS NULL AND c.deleted_at IS NULL`
 
       const find = Effect.fn("NotificationRepo.find")(function* (id: string) {
@@ -224,7 +239,7 @@ export class NotificationRepo extends Context.Service<
         return rows.map((row) => row.id)
       })
 
-      return NotificationRepo.of({ upsert, resolve, find, list, markViewed })
+      return NotificationRepo.of({ upsert, resolve, raisedByMigration, find, list, markViewed })
     })
   )
 }

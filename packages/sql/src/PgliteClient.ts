@@ -1,12 +1,14 @@
 /**
- * `SqlClient` over in-process PGlite (PostgreSQL in WASM): the embedded default database.
- * PGlite has one session, so every statement, transaction and `reserve` takes one permit.
+ * `SqlClient` over PGlite (PostgreSQL in WASM), in process or in a worker thread of its own (the
+ * embedded default's database, `layerWorker`). PGlite has one session, so every statement,
+ * transaction and `reserve` takes one permit.
  */
 import { PGlite, type Results } from "@electric-sql/pglite"
 import { makeCompiler } from "@effect/sql-pg/PgClient"
 import * as PgTypes from "@effect/sql-pg/PgTypes"
 import { Context, Effect, Layer, Semaphore, Stream } from "effect"
 import type { Scope } from "effect"
+import { Worker } from "node:worker_threads"
 import { Reactivity } from "effect/reactivity"
 import { SqlClient, type SqlConnection, Statement } from "effect/sql"
 import {
@@ -21,6 +23,8 @@ import {
   UnknownError
 } from "effect/sql/SqlError"
 import * as NameTransforms from "./NameTransforms.ts"
+import { pgliteParsers as parsers } from "./PgliteParsers.ts"
+import type { ThreadRequest, ThreadResponse } from "./PgliteThread.ts"
 
 /** Options of the PGlite client; transforms default to {@link NameTransforms}. */
 export interface PgliteClientConfig {
@@ -54,14 +58,6 @@ const OID = {
   jsonb: 3802
 } as const
 const ARRAY_OID: Record<number, number> = { 16: 1000, 17: 1001, 20: 1016, 23: 1007, 25: 1009, 701: 1022, 1184: 1185 }
-
-// Row values decode as @effect/sql-pg decodes them, so code behaves the same on both clients.
-const parsers = {
-  [OID.int8]: (value: string) => BigInt(value),
-  [OID.date]: (value: string) => value,
-  [OID.timestamp]: (value: string) =>
-    value === "infinity" || value === "-infinity" ? new Date(Number.NaN) : new Date(`${value.replace(" ", "T")}Z`)
-}
 
 // Parameters are serialised here (see `encodeParams`), so PGlite must pass them through untouched.
 const passThrough = new Proxy({}, { get: () => (value: unknown) => value })
@@ -156,12 +152,25 @@ const classify = (cause: unknown, operation: string): SqlErrorReason => {
 
 const sqlError = (cause: unknown, operation: string) => new SqlError({ reason: classify(cause, operation) })
 
-const makeConnection = (db: PGlite): SqlConnection.Connection => {
+/** What a connection needs of PGlite: one statement with serialised parameters. */
+interface Queryable {
+  readonly query: (
+    sql: string,
+    values: Array<string | null>,
+    options: { readonly rowMode: "object" | "array"; readonly paramTypes: Array<number> }
+  ) => Promise<{ readonly rows: Array<object> }>
+}
+
+const inProcess = (db: PGlite): Queryable => ({
+  query: (sql, values, options) => db.query<object>(sql, values, { ...options, serializers: passThrough })
+})
+
+const makeConnection = (db: Queryable): SqlConnection.Connection => {
   const run = (sql: string, params: ReadonlyArray<unknown>, rowMode: "object" | "array", operation: string) =>
     Effect.tryPromise({
       try: () => {
         const { paramTypes, values } = encodeParams(params)
-        return db.query<object>(sql, values, { rowMode, paramTypes, serializers: passThrough })
+        return db.query(sql, values, { rowMode, paramTypes })
       },
       catch: (cause) => sqlError(cause, operation)
     })
@@ -216,6 +225,12 @@ export const make = Effect.fnUntraced(function* (
     }),
     (db) => (db.closed ? Effect.void : Effect.promise(() => db.close()))
   )
+  const client = yield* clientOver(inProcess(db), config)
+  return Object.assign(client, { config, pglite: db })
+})
+
+/** A `SqlClient` over `db`: one permit for every statement, transaction and `reserve`. */
+const clientOver = (db: Queryable, config: PgliteClientConfig) => {
   const connection = makeConnection(db)
   const semaphore = Semaphore.makeUnsafe(1)
   // A transaction or `reserve` holds the only permit until its scope closes; statements of the
@@ -223,7 +238,7 @@ export const make = Effect.fnUntraced(function* (
   const lease = Effect.uninterruptibleMask((restore) => Effect.as(restore(semaphore.takeScoped(1)), connection))
   const transformQueryNames = config.transformQueryNames ?? NameTransforms.queryNames
   const transformResultNames = config.transformResultNames ?? NameTransforms.resultNames
-  const client = yield* SqlClient.make({
+  return SqlClient.make({
     driver: "pglite",
     acquirer: lease,
     borrower: (f) => semaphore.withPermit(f(connection)),
@@ -238,8 +253,105 @@ export const make = Effect.fnUntraced(function* (
       ["db.namespace", "pglite"]
     ]
   })
-  return Object.assign(client, { config, pglite: db })
+}
+
+const openError = (config: PgliteClientConfig, cause: unknown) =>
+  new SqlError({
+    reason: new ConnectionError({ cause, message: `Cannot open PGlite at ${config.dataDir}`, operation: "connect" })
+  })
+
+/**
+ * A `SqlClient` over PGlite running in a worker thread of its own (`PgliteThread.ts`), so the
+ * database's work (WebAssembly, its file system) never blocks this thread's event loop: the
+ * server's embedded default, whose request-event inserts would otherwise stall every request
+ * while a batch is written. Statements are serialised exactly as in process; rows cross the
+ * thread boundary by structured clone (BigInt and Date survive). The worker closes, its data dir
+ * flushed, when the scope closes.
+ */
+export const makeWorker = Effect.fnUntraced(function* (
+  config: PgliteClientConfig
+): Effect.fn.Return<SqlClient.SqlClient, SqlError, Scope.Scope | Reactivity.Reactivity> {
+  const worker = yield* Effect.acquireRelease(
+    Effect.tryPromise({
+      try: () =>
+        new Promise<Worker>((resolve, reject) => {
+          const thread = new Worker(new URL("./PgliteThread.ts", import.meta.url), {
+            workerData: { dataDir: config.dataDir }
+          })
+          const onOpen = (response: ThreadResponse) => {
+            if (response.id !== 0) return
+            thread.off("message", onOpen)
+            thread.off("error", reject)
+            if (response.ok) resolve(thread)
+            else {
+              void thread.terminate()
+              reject(new Error(response.error.message))
+            }
+          }
+          thread.on("message", onOpen)
+          thread.once("error", reject)
+        }),
+      catch: (cause) => openError(config, cause)
+    }),
+    (thread) =>
+      Effect.promise(() =>
+        post(thread, { kind: "close" }).then(
+          () => thread.terminate(),
+          () => thread.terminate()
+        )
+      )
+  )
+  return yield* clientOver(
+    {
+      query: (sql, values, options) =>
+        post(worker, { kind: "query", sql, values, rowMode: options.rowMode, paramTypes: options.paramTypes }).then(
+          (result) => result as { rows: Array<object> }
+        )
+    },
+    config
+  )
 })
+
+let nextRequest = 1
+const pending = new WeakMap<
+  Worker,
+  Map<number, { resolve: (value: unknown) => void; reject: (error: unknown) => void }>
+>()
+
+/** Posts one request to `thread` and answers its result (a failure as an Error with the PostgreSQL code). */
+const post = (thread: Worker, request: Omit<ThreadRequest, "id">): Promise<unknown> => {
+  let waiting = pending.get(thread)
+  if (waiting === undefined) {
+    const map = new Map<number, { resolve: (value: unknown) => void; reject: (error: unknown) => void }>()
+    waiting = map
+    pending.set(thread, map)
+    thread.on("message", (response: ThreadResponse) => {
+      const entry = map.get(response.id)
+      if (entry === undefined) return
+      map.delete(response.id)
+      if (response.ok) entry.resolve(response.result)
+      else entry.reject(Object.assign(new Error(response.error.message), response.error))
+    })
+    const failAll = (error: unknown) => {
+      for (const entry of map.values()) entry.reject(error)
+      map.clear()
+    }
+    thread.on("error", failAll)
+    thread.on("exit", () => failAll(new Error("the PGlite worker thread exited")))
+  }
+  const id = nextRequest++
+  const map = waiting
+  return new Promise((resolve, reject) => {
+    // A message to a thread that is gone (its `threadId` is then -1) would never be answered.
+    if (thread.threadId === -1) return reject(new Error("the PGlite worker thread exited"))
+    map.set(id, { resolve, reject })
+    thread.postMessage({ ...request, id })
+  })
+}
+
+/** Layer providing `SqlClient` over PGlite in a worker thread ({@link makeWorker}). */
+export const layerWorker = (config: PgliteClientConfig): Layer.Layer<SqlClient.SqlClient, SqlError> =>
+  Layer.effect(SqlClient.SqlClient, makeWorker(config)).pipe(Layer.provide(Reactivity.layer))
 
 /** Layer providing `PgliteClient` and `SqlClient` from plain options. */
 export const layer = (config: PgliteClientConfig): Layer.Layer<PgliteClient | SqlClient.SqlClient, SqlError> =>

@@ -347,6 +347,32 @@ for (const [backend, db] of TestDatabase.backends) {
       })
     )
 
+    // spec 4.3 rule 4: a probe success must not clear "re-authentication required".
+    it.effect("a connection with an active re-authentication notice stays unhealthy after probe successes", () =>
+      Effect.gen(function* () {
+        const probes = yield* ProbeStateRepo
+        const sql = yield* SqlClient.SqlClient
+        yield* clean
+        yield* connector("cxp_reauth", [[probe("p1", "30 seconds")]])
+        yield* connection("cxn_reauth", "cxp_reauth", 1, "configured", "unhealthy")
+        yield* probes.sync(at(0))
+        const notice = (id: string, key: string) =>
+          sql`INSERT INTO notifications (id, connection_id, namespace, key, level, title, message, action_url, metadata,
+              created_at, updated_at)
+            VALUES (${id}, 'cxn_reauth', 'root.px', ${key}, 'warning', 'T', '', NULL, '{}'::jsonb, ${at(0)}, ${at(0)})`
+        yield* notice("ntf_reauth_setup", "svc.setup")
+        yield* notice("ntf_reauth", "svc.reauth")
+        assert.strictEqual(yield* record("cxn_reauth", "p1", "success", 1, 1, 1), undefined)
+        assert.match(yield* health("cxn_reauth"), /^unhealthy@/)
+        // Once re-authentication is resolved, the next success heals it.
+        yield* sql`UPDATE notifications SET resolved_at = ${at(2)} WHERE id = 'ntf_reauth'`
+        assert.deepStrictEqual(yield* record("cxn_reauth", "p1", "success", 3, 1, 1), {
+          connectionId: "cxn_reauth",
+          healthState: "healthy"
+        })
+      })
+    )
+
     // Runs of two probes of one connection recorded concurrently must not compute health from
     // snapshots that miss each other (record locks the connection first).
     it.effect("concurrent runs of two probes of one connection leave a consistent health", () =>

@@ -1,7 +1,7 @@
 /**
  * Background probe state (spec 4.2): one row per (connection, periodic probe) with consecutive
  * outcome counters; a probe past its failure threshold is `failing`, and a connection is
- * unhealthy while any of its probes is failing.
+ * unhealthy while any of its probes is failing or its re-authentication notice is active.
  */
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
@@ -57,6 +57,10 @@ export class ProbeStateRepo extends Context.Service<
     ProbeStateRepo,
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
+      // spec 4.3 rule 4: while the re-authentication notice is active, no probe success makes the connection healthy.
+      const reauthPending = sql`EXISTS (
+        SELECT 1 FROM notifications n WHERE n.connection_id = c.id AND n.key = 'svc.reauth' AND n.resolved_at IS NULL
+      )`
 
       const sync = Effect.fn("ProbeStateRepo.sync")(function* (now: Date) {
         const periodic = sql`
@@ -78,7 +82,8 @@ export class ProbeStateRepo extends Context.Service<
           yield* sql`
             UPDATE connections c SET health_state = 'healthy', updated_at = GREATEST(c.updated_at, ${now})
             WHERE c.id IN ${sql.in(affected)} AND c.deleted_at IS NULL AND c.health_state = 'unhealthy'
-              AND NOT EXISTS (SELECT 1 FROM probe_states s WHERE s.connection_id = c.id AND s.failing)`
+              AND NOT EXISTS (SELECT 1 FROM probe_states s WHERE s.connection_id = c.id AND s.failing)
+              AND NOT ${reauthPending}`
         }
         const added = yield* sql<{ connectionId: string }>`
           INSERT INTO probe_states (connection_id, probe_id, next_run_at)
@@ -131,12 +136,12 @@ export class ProbeStateRepo extends Context.Service<
               UPDATE connections c SET
                 health_state = CASE WHEN EXISTS (
                   SELECT 1 FROM probe_states s WHERE s.connection_id = c.id AND s.failing
-                ) THEN 'unhealthy' ELSE 'healthy' END,
+                ) OR ${reauthPending} THEN 'unhealthy' ELSE 'healthy' END,
                 updated_at = GREATEST(c.updated_at, ${run.checkedAt})
               WHERE c.id = ${run.connectionId} AND c.deleted_at IS NULL
                 AND c.health_state IS DISTINCT FROM (CASE WHEN EXISTS (
                   SELECT 1 FROM probe_states s WHERE s.connection_id = c.id AND s.failing
-                ) THEN 'unhealthy' ELSE 'healthy' END)
+                ) OR ${reauthPending} THEN 'unhealthy' ELSE 'healthy' END)
               RETURNING c.health_state`
               const row = changed[0]
               return row === undefined ? undefined : { connectionId: run.connectionId, healthState: row.healthState }

@@ -56,6 +56,13 @@ export class TaskRepo extends Context.Service<
       error: string | null,
       now: Date
     ) => Effect.Effect<void, SqlError>
+    /** Whether a task of this type on this subject is still active. */
+    readonly hasActive: (type: string, subjectId: string) => Effect.Effect<boolean, SqlError>
+    /** Active (not yet finished) tasks by type; a type without one is absent. */
+    readonly activeCounts: () => Effect.Effect<
+      ReadonlyArray<{ readonly type: string; readonly count: number }>,
+      SqlError
+    >
     /** Ids of the connector's live connections in a state a disconnect-all ends, oldest first. */
     readonly disconnectable: (connectorId: string) => Effect.Effect<ReadonlyArray<string>, SqlError>
     /** Forces the connector's remaining live connections to `disconnected`, soft-deleted; how many. */
@@ -113,6 +120,18 @@ export class TaskRepo extends Context.Service<
           WHERE id = ${id} AND state = 'active'`
       })
 
+      const hasActive = Effect.fn("TaskRepo.hasActive")(function* (type: string, subjectId: string) {
+        const rows =
+          yield* sql`SELECT 1 FROM tasks WHERE subject_id = ${subjectId} AND type = ${type} AND state = 'active' LIMIT 1`
+        return rows.length > 0
+      })
+
+      const activeCounts = Effect.fn("TaskRepo.activeCounts")(function* () {
+        const rows = yield* sql<{ readonly type: string; readonly count: number | string }>`
+          SELECT type, count(*)::int AS count FROM tasks WHERE state = 'active' GROUP BY type`
+        return rows.map((row) => ({ type: row.type, count: Number(row.count) }))
+      })
+
       const disconnectable = Effect.fn("TaskRepo.disconnectable")(function* (connectorId: string) {
         const rows = yield* sql<{ readonly id: string }>`
           SELECT id FROM connections
@@ -167,6 +186,8 @@ export class TaskRepo extends Context.Service<
         setTotal,
         stepDone,
         finish,
+        hasActive,
+        activeCounts,
         disconnectable,
         forceDisconnected,
         prepareArchive,

@@ -2,7 +2,7 @@
  * `cli list connectors` and `cli list connections` (spec 4.8): page through the list endpoints of
  * the api with the typed client, following cursors, and print JSON, JSON lines or a table.
  */
-import { Console, Effect, Option } from "effect"
+import { Config, Console, Effect, Option } from "effect"
 import { Command, Flag } from "effect/cli"
 import type { Connection } from "@svc/domain/Connection"
 import { ConnectionState } from "@svc/domain/Connection"
@@ -13,7 +13,15 @@ import { defaultPageSize, maxPageSize, NamespaceFilterParam, OrderParam } from "
 import { LabelSelector } from "@svc/domain/Selector"
 import { apiFlags, connectApi, validateApiFlags } from "../ApiClient.ts"
 import { toApiFailure } from "../ApiFailure.ts"
-import { type Column, formatJsonArray, formatJsonLines, formatTable, outputFlag, shortTime } from "../Output.ts"
+import {
+  type Column,
+  formatJsonArray,
+  formatJsonLines,
+  formatTable,
+  outputFlag,
+  shortTime,
+  terminalWidth
+} from "../Output.ts"
 import { followPages, type PageOf } from "../Paging.ts"
 import { progressLine } from "../Progress.ts"
 import { root } from "../Root.ts"
@@ -139,7 +147,12 @@ export const printList = Effect.fnUntraced(function* <A, E, R>(options: {
   if (options.output === "json") yield* Console.log(formatJsonArray(collected))
   if (options.output === "table") {
     if (collected.length === 0) yield* Console.error(`no ${options.noun}`)
-    else for (const line of formatTable(options.columns, collected)) yield* Console.log(line)
+    else {
+      const columns = yield* Config.option(Config.String("COLUMNS")).pipe(Effect.orElseSucceed(() => Option.none()))
+      const lineWidth = terminalWidth(process.stdout, Option.getOrUndefined(columns))
+      const lines = formatTable(options.columns, collected, { lineWidth })
+      for (const line of lines) yield* Console.log(line)
+    }
   }
 })
 

@@ -4,6 +4,12 @@
  * with a freshly signed admin token per request. One-shot mode (`cli proxy --connection cxn_…
  * curl https://api.example.com/v1/x`) starts a listener per upstream origin on a free port,
  * points the command's URLs at it, runs the command and exits with its exit code.
+ *
+ * The listener also works as an HTTP forward proxy (`HTTP_PROXY=http://127.0.0.1:9999`,
+ * `curl -x`): an absolute-form request `GET http://<upstream host>/path` goes to
+ * `<upstream-base>/path` (the base's scheme, so `http://` URLs reach an `https://` upstream); a
+ * request for another host is refused with 421, and `CONNECT` (an `https://` URL through a proxy)
+ * with 405, because a TLS tunnel would carry the bytes past the connection's credentials.
  */
 import { Clock, Console, Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
@@ -44,6 +50,44 @@ export const rawRequest = (
     headers
   }
 }
+
+/** Where a request to the listener goes: the upstream URL, or why it is refused (status and body). */
+export type ProxyTarget =
+  | { readonly _tag: "Forward"; readonly url: URL }
+  | { readonly _tag: "Refuse"; readonly status: number; readonly code: string; readonly error: string }
+
+const defaultPorts: Record<string, string> = { "http:": "80", "https:": "443" }
+
+/**
+ * The upstream URL of a request target: origin-form (`/path?q`) is relative to `base`;
+ * absolute-form (`http://host/path?q`, what a client sends to a forward proxy) must name the
+ * base's host (and port, when the URL gives one) and is then relative to `base` too.
+ */
+export const proxyTarget = (base: URL, requestTarget: string): ProxyTarget => {
+  if (requestTarget.startsWith("/")) return { _tag: "Forward", url: forwardUrl(base, requestTarget) }
+  const absolute = URL.canParse(requestTarget) ? new URL(requestTarget) : undefined
+  if (absolute === undefined || (absolute.protocol !== "http:" && absolute.protocol !== "https:")) {
+    return { _tag: "Refuse", status: 400, code: "invalid_request_target", error: "expected a path or an http URL" }
+  }
+  const port = absolute.port === "" ? undefined : absolute.port
+  const basePort = base.port === "" ? defaultPorts[base.protocol] : base.port
+  if (absolute.hostname !== base.hostname || (port !== undefined && port !== basePort)) {
+    return {
+      _tag: "Refuse",
+      status: 421,
+      code: "wrong_upstream_host",
+      error: `this proxy forwards to ${base.host} only (got ${absolute.host})`
+    }
+  }
+  return { _tag: "Forward", url: forwardUrl(base, `${absolute.pathname}${absolute.search}`) }
+}
+
+const refuse = (res: ServerResponse, refusal: Extract<ProxyTarget, { _tag: "Refuse" }>) =>
+  Effect.sync(() => {
+    const body = `${JSON.stringify({ error: refusal.error, code: refusal.code })}\n`
+    res.writeHead(refusal.status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) })
+    res.end(body)
+  })
 
 const parseUpstreamBase = (text: string): URL | undefined => {
   if (!URL.canParse(text)) return undefined
@@ -126,7 +170,13 @@ export const proxy = Command.make(
         Effect.gen(function* () {
           const started = yield* Clock.currentTimeMillis
           const method = req.method ?? "GET"
-          const upstream = forwardUrl(upstreamBase, req.url ?? "/")
+          const route = proxyTarget(upstreamBase, req.url ?? "/")
+          if (route._tag === "Refuse") {
+            yield* refuse(res, route)
+            yield* Console.error(`${method} ${req.url ?? "/"} -> ${route.status}: ${route.error}`)
+            return
+          }
+          const upstream = route.url
           const request = rawRequest(target.apiUrl, flags.connection, method, upstream, req.headers, yield* freshToken)
           const outcome = yield* relay(req, res, request, agents)
           const elapsed = (yield* Clock.currentTimeMillis) - started
@@ -206,6 +256,11 @@ export const proxy = Command.make(
     {
       command: "cli proxy --connection cxn_123 curl -s https://api.github.com/user",
       description: "One-shot: run curl through the connection, its output and exit code passed through"
+    },
+    {
+      command: "HTTP_PROXY=http://127.0.0.1:9999 curl http://api.github.com/user",
+      description:
+        "With the proxy running: as a forward proxy, http:// URLs of the upstream's host go to the upstream base"
     },
     {
       command: "cli proxy --connection cxn_123 wget -qO- https://api.example.com/v1/items",

@@ -37,7 +37,8 @@ export const taskTable = (task: Task): Array<string> =>
       ["created", shortTime(task.createdAt)],
       ["updated", shortTime(task.updatedAt)]
     ],
-    Number.MAX_SAFE_INTEGER
+    // a detail view: the error text is shown whole, wrapped by the terminal, never cut
+    { maxWidth: Number.MAX_SAFE_INTEGER }
   ).slice(1)
 
 /** The failure of a waited-for task that did not complete, or `undefined` when it completed. */

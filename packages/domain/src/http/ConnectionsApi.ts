@@ -10,6 +10,7 @@ import {
   SubmitSetupStep
 } from "../ConnectionSetup.ts"
 import { BadGateway, GatewayTimeout, ServiceUnavailable } from "../Errors.ts"
+import { MigrateVersion, MigrationTaskHandle } from "../Migration.ts"
 import { Page } from "../Resource.ts"
 import { optionalBody } from "../StrictInput.ts"
 import { ConnectionTaskHandle } from "../Task.ts"
@@ -92,7 +93,7 @@ export class ConnectionsApi extends HttpApiGroup.make("connections")
       .annotate(RequiredPermission, permission("connections", "update"))
       .annotate(
         OpenApi.Description,
-        "Submits the values of the current form step; the connection advances to its next step, runs its verify probes after the last one and becomes configured."
+        "Submits the values of the current form step; the connection advances to its next step, runs its verify probes after the last one and becomes configured. On a configured or disabled connection, takes the preconnect values _reauthorize asked for and continues the re-authentication."
       ),
     HttpApiEndpoint.post("reauthorize", "/api/v1/connections/:id/_reauthorize", {
       params,
@@ -103,7 +104,7 @@ export class ConnectionsApi extends HttpApiGroup.make("connections")
       .annotate(RequiredPermission, permission("connections", "update"))
       .annotate(
         OpenApi.Description,
-        "Starts the OAuth2 authorization again for an authorization-code connection (the action of a re-authentication notification); the connection keeps working with its current tokens until the new ones arrive."
+        "Re-authenticates a configured connection (the action of a re-authentication notification). When its version requires a preconnect value the connection lacks (spec 4.3 rule 4), answers that preconnect form, to submit with POST _setup. Then an OAuth2 authorization-code connection gets a redirect URL to the provider; any other auth method runs its verify probes and becomes healthy with the notice resolved. A client-credentials connection missing a scope its version requires first asks the token endpoint for a token with those scopes (409 reauthorization_failed when it is refused). The connection keeps working with its current credentials throughout. 400 reauthorization_not_supported when a connection without a browser step has nothing to re-authenticate."
       ),
     HttpApiEndpoint.post("disconnect", "/api/v1/connections/:id/_disconnect", {
       params,
@@ -115,6 +116,17 @@ export class ConnectionsApi extends HttpApiGroup.make("connections")
       .annotate(
         OpenApi.Description,
         "Starts a durable disconnect of the connection and answers the task to poll at /api/v1/tasks/{taskId}: it revokes the OAuth2 tokens at the provider (RFC 7009, when the connector names a revocation endpoint; a failed revocation is logged and does not stop the disconnect), deletes the credentials and soft-deletes the connection. When timeoutSeconds (default 600) passes first, the connection is forced to disconnected. 409 operation_in_progress while a disconnect of it runs."
+      ),
+    HttpApiEndpoint.post("migrateVersion", "/api/v1/connections/:id/_migrate_version", {
+      params,
+      payload: MigrateVersion,
+      success: MigrationTaskHandle.pipe(HttpApiSchema.status(202)),
+      error: [...resourceErrors, ServiceUnavailable]
+    })
+      .annotate(RequiredPermission, permission("connections", "migrate"))
+      .annotate(
+        OpenApi.Description,
+        "Starts a durable migration of the connection to another version of its connector (spec 4.3) and answers the task to poll at /api/v1/tasks/{taskId}: the hooks of every version crossed run in order in the hook sandbox (upward vN.up, downward vN.down), then the version, configuration, labels, annotations, setup and health state and notifications are written in one transaction, then the target's enabled probes run once. 400 migration_noop (same version), migration_wrong_connector, migration_target_not_migratable (draft or archived target), invalid_timeout; 409 migration_in_progress while a migration of the connection runs."
       )
   )
   .middleware(Authentication)

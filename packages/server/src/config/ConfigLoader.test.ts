@@ -203,6 +203,47 @@ describe("ConfigLoader", () => {
     )
   )
 
+  it.effect("migration hooks: 5s, 32 MiB heap, 1 MiB stack, up to 4 threads by default; each key has its range", () =>
+    withDir((dir) =>
+      Effect.gen(function* () {
+        const defaults = yield* loadConfig({ cwd: dir, env: {} })
+        assert.deepStrictEqual(defaults.migrations, {
+          hookTimeoutMs: 5000,
+          hookMemoryBytes: 32 * 1024 * 1024,
+          hookStackBytes: 1024 * 1024,
+          hookWorkers: Math.min(4, Math.max(1, os.availableParallelism()))
+        })
+        const custom = yield* loadConfig({
+          cwd: dir,
+          env: {
+            SVC__migrations__hook_timeout: "250ms",
+            SVC__migrations__hook_memory_bytes: "8388608",
+            SVC__migrations__hook_stack_bytes: "262144",
+            SVC__migrations__hook_workers: "2"
+          }
+        })
+        assert.deepStrictEqual(custom.migrations, {
+          hookTimeoutMs: 250,
+          hookMemoryBytes: 8 * 1024 * 1024,
+          hookStackBytes: 256 * 1024,
+          hookWorkers: 2
+        })
+        for (const [key, value, problem] of [
+          ["hook_timeout", "5ms", "migrations.hook_timeout: must be at least 10ms"],
+          ["hook_timeout", "2m", "migrations.hook_timeout: must be at most 60s"],
+          ["hook_memory_bytes", "1000", "hook_memory_bytes"],
+          ["hook_memory_bytes", "1073741824", "hook_memory_bytes"],
+          ["hook_stack_bytes", "1024", "hook_stack_bytes"],
+          ["hook_workers", "0", "hook_workers"],
+          ["hook_workers", "33", "hook_workers"]
+        ] as const) {
+          const failed = yield* Effect.flip(loadConfig({ cwd: dir, env: { [`SVC__migrations__${key}`]: value } }))
+          assert.include(String(failed.message ?? failed), problem)
+        }
+      })
+    )
+  )
+
   it.effect("rate-limit rules reload every 5m by default, at most every 5s (spec 4.6 rule 6)", () =>
     withDir((dir) =>
       Effect.gen(function* () {

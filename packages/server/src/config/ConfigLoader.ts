@@ -5,15 +5,24 @@
  */
 import { Effect, Predicate, Schema } from "effect"
 import * as fs from "node:fs/promises"
+import * as os from "node:os"
 import * as path from "node:path"
 import { parse as parseYaml, YAMLParseError } from "yaml"
 import { allServiceIds, type ServiceId } from "@svc/domain/Auth"
 import { issueDetails } from "@svc/domain/Errors"
 import { ConfigFile, type ConfiguredActor, type DatabaseConfig } from "./ConfigSchema.ts"
 import { resolveCluster } from "./ClusterConfig.ts"
-import { defaultDrainTimeoutMs, defaultRetentionMs, durationMs, intervalMs, minimumRetentionMs } from "./Durations.ts"
+import {
+  defaultDrainTimeoutMs,
+  defaultRetentionMs,
+  durationMs,
+  hookTimeoutMs,
+  intervalMs,
+  minimumRetentionMs
+} from "./Durations.ts"
 import { resolveClientSecrets, resolveRootKey, resolveSigningKey } from "./SecretSources.ts"
 import type { Listener, ResolvedConfig, ResolvedDatabase } from "./SvcConfig.ts"
+import { resolveTelemetry } from "./TelemetryConfig.ts"
 
 /** The configuration could not be read or is invalid; `problems` name each bad key. */
 export class ConfigError extends Schema.TaggedError<ConfigError>()("ConfigError", {
@@ -33,6 +42,13 @@ export interface LoadOptions {
 }
 
 const ENV_PREFIX = "SVC__"
+
+/** `migrations.hook_memory_bytes` default: a hook's QuickJS heap, 32 MiB. */
+const defaultHookMemoryBytes = 32 * 1024 * 1024
+/** `migrations.hook_stack_bytes` default: a hook's QuickJS stack, 1 MiB (about 5,000 nested calls). */
+const defaultHookStackBytes = 1024 * 1024
+/** `migrations.hook_workers` default: one sandbox thread per core, at most 4. */
+const defaultHookWorkers = (): number => Math.min(4, Math.max(1, os.availableParallelism()))
 
 const defaultPorts: Record<ServiceId, number> = { api: 8081, "admin-api": 8082, public: 8080, worker: 8083 }
 
@@ -155,7 +171,12 @@ const publicBaseUrl = (file: ConfigFile, listener: Listener, problems: Array<str
 }
 
 /** Fills every default and checks the rules that span several keys. */
-export const resolve = (file: ConfigFile, source: string, cwd: string): Effect.Effect<ResolvedConfig, ConfigError> => {
+export const resolve = (
+  file: ConfigFile,
+  source: string,
+  cwd: string,
+  env: Readonly<Record<string, string | undefined>> = {}
+): Effect.Effect<ResolvedConfig, ConfigError> => {
   const problems: Array<string> = []
   const base = source === "embedded default" ? cwd : path.dirname(source)
   const dataDir = path.resolve(base, file.data_dir ?? ".svc")
@@ -182,7 +203,7 @@ export const resolve = (file: ConfigFile, source: string, cwd: string): Effect.E
   const resolved: ResolvedConfig = {
     source,
     dataDir,
-    log: { level: file.log?.level ?? "info", format: file.log?.format ?? "text" },
+    log: { level: file.log?.level ?? "info", format: file.log?.format ?? "text", access: file.log?.access ?? false },
     listeners,
     adminTls:
       tls === undefined
@@ -257,6 +278,12 @@ export const resolve = (file: ConfigFile, source: string, cwd: string): Effect.E
       pollIntervalMs: intervalMs(file.probes?.poll_interval, "probes.poll_interval", 1000, 50, problems),
       maxConcurrency: file.probes?.max_concurrency ?? 8
     },
+    migrations: {
+      hookTimeoutMs: hookTimeoutMs(file.migrations?.hook_timeout, problems),
+      hookMemoryBytes: file.migrations?.hook_memory_bytes ?? defaultHookMemoryBytes,
+      hookStackBytes: file.migrations?.hook_stack_bytes ?? defaultHookStackBytes,
+      hookWorkers: file.migrations?.hook_workers ?? defaultHookWorkers()
+    },
     hostApplication: file.host_application ?? {},
     publicService: {
       baseUrl: publicBaseUrl(file, listeners.public, problems),
@@ -286,7 +313,7 @@ export const resolve = (file: ConfigFile, source: string, cwd: string): Effect.E
         problems
       )
     },
-    telemetry: file.telemetry ?? {},
+    telemetry: resolveTelemetry(file.telemetry, env, problems),
     cluster: resolveCluster(file, problems),
     file
   }
@@ -307,5 +334,5 @@ export const loadConfig = Effect.fn("ConfigLoader.loadConfig")(function* (option
       (e) => new ConfigError({ source, problems: issueDetails(e.issue).map((d) => `${d.field}: ${d.message}`) })
     )
   )
-  return yield* resolve(file, source, options.cwd)
+  return yield* resolve(file, source, options.cwd, options.env)
 })

@@ -42,7 +42,7 @@ const EnvValue = Schema.Union([
   Schema.Struct({ envVar: NonEmpty, default: Schema.optionalKey(Schema.String) })
 ])
 
-/** Spec 8.3; accepted and validated now, acted on by the telemetry feature. */
+/** Spec 8.3 (resolved in `TelemetryConfig.ts`); `prometheus` is svc's own addition. */
 export const TelemetryConfig = Schema.Struct({
   enabled: Schema.optionalKey(Schema.Boolean),
   exporter: Schema.optionalKey(
@@ -79,7 +79,8 @@ export const TelemetryConfig = Schema.Struct({
       metricDimensionValueCap: Schema.optionalKey(Schema.Int)
     })
   ),
-  propagation: Schema.optionalKey(Schema.Struct({ injectOutboundDefault: Schema.optionalKey(Schema.Boolean) }))
+  propagation: Schema.optionalKey(Schema.Struct({ injectOutboundDefault: Schema.optionalKey(Schema.Boolean) })),
+  prometheus: Schema.optionalKey(Schema.Struct({ enabled: Schema.optionalKey(Schema.Boolean) }))
 })
 
 /** Envelope encryption: exactly one root key source (checked when resolving). */
@@ -111,7 +112,8 @@ export const ConfigFile = Schema.Struct({
   log: Schema.optionalKey(
     Schema.Struct({
       level: Schema.optionalKey(Schema.Literals(["trace", "debug", "info", "warn", "error"])),
-      format: Schema.optionalKey(Schema.Literals(["text", "json"]))
+      format: Schema.optionalKey(Schema.Literals(["text", "json"])),
+      access: Schema.optionalKey(Schema.Boolean)
     })
   ),
   api: Schema.optionalKey(Schema.Struct(Listener)),
@@ -208,6 +210,18 @@ export const ConfigFile = Schema.Struct({
     Schema.Struct({
       poll_interval: Schema.optionalKey(DurationString),
       max_concurrency: Schema.optionalKey(Concurrency)
+    })
+  ),
+  migrations: Schema.optionalKey(
+    Schema.Struct({
+      hook_timeout: Schema.optionalKey(DurationString),
+      hook_memory_bytes: Schema.optionalKey(
+        Schema.Int.check(Schema.isBetween({ minimum: 1024 * 1024, maximum: 256 * 1024 * 1024 }))
+      ),
+      hook_stack_bytes: Schema.optionalKey(
+        Schema.Int.check(Schema.isBetween({ minimum: 64 * 1024, maximum: 16 * 1024 * 1024 }))
+      ),
+      hook_workers: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 32 })))
     })
   ),
   labels: Schema.optionalKey(

@@ -27,6 +27,13 @@ export const defaultDrainTimeoutMs = 8_000
  */
 export const shutdownGraceMs = 2_000
 
+/** `migrations.hook_timeout`: default 5 s, from 10 ms to 60 s (a hook holds a sandbox thread). */
+export const hookTimeoutMs = (text: string | undefined, problems: Array<string>): number => {
+  const ms = intervalMs(text, "migrations.hook_timeout", 5_000, 10, problems)
+  if (ms > 60_000) problems.push("migrations.hook_timeout: must be at most 60s")
+  return Math.min(ms, 60_000)
+}
+
 /** `appMetrics.requestEvents.retention` and `appMetrics.resourceSnapshots.retention` default: 30 days. */
 export const defaultRetentionMs = 30 * 24 * 60 * 60 * 1000
 

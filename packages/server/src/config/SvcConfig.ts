@@ -5,6 +5,7 @@
 import { Context, type Redacted } from "effect"
 import type { ServiceId } from "@svc/domain/Auth"
 import type { ConfigFile, ConfiguredActor } from "./ConfigSchema.ts"
+import type { ResolvedTelemetry } from "./TelemetryConfig.ts"
 
 export type ResolvedDatabase =
   | { readonly provider: "pglite"; readonly path: string }
@@ -54,7 +55,12 @@ export interface ResolvedConfig {
   /** The file the configuration came from, or `embedded default`. */
   readonly source: string
   readonly dataDir: string
-  readonly log: { readonly level: "trace" | "debug" | "info" | "warn" | "error"; readonly format: "text" | "json" }
+  /** `access`: one access-log line per HTTP request (`log.access`, off by default). */
+  readonly log: {
+    readonly level: "trace" | "debug" | "info" | "warn" | "error"
+    readonly format: "text" | "json"
+    readonly access: boolean
+  }
   readonly listeners: { readonly [K in ServiceId]: Listener }
   /** TLS for admin-api: configured files, or a self-signed development certificate in the data dir. */
   readonly adminTls: { readonly certPath: string; readonly keyPath: string; readonly selfSigned: boolean }
@@ -89,6 +95,16 @@ export interface ResolvedConfig {
   readonly rateLimits: { readonly refreshIntervalMs: number }
   /** Background connection probes: scheduler tick and parallelism. */
   readonly probes: { readonly pollIntervalMs: number; readonly maxConcurrency: number }
+  /** Version migrations (spec 4.3): the longest one hook may run, whatever the migration's timeout. */
+  readonly migrations: {
+    readonly hookTimeoutMs: number
+    /** A hook's QuickJS heap limit. */
+    readonly hookMemoryBytes: number
+    /** A hook's QuickJS stack limit. */
+    readonly hookStackBytes: number
+    /** Sandbox threads in the worker's pool. */
+    readonly hookWorkers: number
+  }
   readonly hostApplication: NonNullable<ConfigFile["host_application"]>
   /** The browser-facing service: its external base URL (no trailing slash) and session lifetime. */
   readonly publicService: { readonly baseUrl: string; readonly sessionTtlMs: number }
@@ -99,7 +115,8 @@ export interface ResolvedConfig {
     readonly refreshSweepIntervalMs: number
     readonly authorizationTimeoutMs: number
   }
-  readonly telemetry: NonNullable<ConfigFile["telemetry"]>
+  /** OpenTelemetry (spec 8.3) with the `OTEL_*` environment applied; see `TelemetryConfig.ts`. */
+  readonly telemetry: ResolvedTelemetry
   /** The cluster (ARCHITECTURE "Processes"): a worker's runner address, shard count and timings. */
   readonly cluster: ResolvedCluster
   /** The decoded file as written, for features that read their own block. */

@@ -24,6 +24,7 @@ import { SvcConfig } from "../config/SvcConfig.ts"
 import { AuthorizationFlows, sha256, type StateRecord } from "./AuthorizationFlows.ts"
 import { ConnectionSecrets } from "./ConnectionSecrets.ts"
 import { LimitedCalls, subjectOf } from "./LimitedCalls.ts"
+import { oauth2LabelsOf } from "./OAuth2Labels.ts"
 import { OAuthClient } from "./OAuthClient.ts"
 import { endpointOptions } from "../outbound/OutboundOptions.ts"
 import { dueAt } from "./UsableCredentials.ts"
@@ -246,6 +247,7 @@ export class ConnectionAuthorization extends Context.Service<
             calls.send("oauth2_token_exchange", subjectOf(row), (request) => outbound.send(request, options)),
             yield* Clock.currentTimeMillis
           ).pipe(
+            oauth2LabelsOf(ops, subjectOf(row)),
             Effect.withSpan("oauth2.token_exchange", {
               attributes: { "svc.connection_id": row.id, "svc.oauth2.grant_type": "authorization_code" }
             }),

@@ -15,6 +15,7 @@ import { Clock, Context, Effect, Layer, Option } from "effect"
 import { SvcConfig } from "../config/SvcConfig.ts"
 import { ConnectionSecrets } from "./ConnectionSecrets.ts"
 import { LimitedCalls, subjectOf } from "./LimitedCalls.ts"
+import { oauth2LabelsOf } from "./OAuth2Labels.ts"
 import { OAuthClient } from "./OAuthClient.ts"
 import { endpointOptions } from "../outbound/OutboundOptions.ts"
 import type { OAuth2Client } from "../oauth/ClientAuth.ts"
@@ -98,6 +99,7 @@ export class ConnectionDisconnect extends Context.Service<
                   { token, tokenTypeHint: kind },
                   calls.send("oauth2_revoke", subjectOf(row), (request) => outbound.send(request, options))
                 ).pipe(
+                  oauth2LabelsOf(ops, subjectOf(row)),
                   Effect.as<RevocationOutcome>({ kind, result: "success" }),
                   Effect.catch((failure) =>
                     Effect.logWarning(

@@ -4,7 +4,7 @@
  * values of a form step; the OAuth2 step is completed by the public service's callback
  * (`ConnectionAuthorization`); after the last step the verify probes run and the connection
  * becomes `configured`. `_reauthorize` starts the OAuth2 step again for a connection whose tokens
- * stopped working. Every step change is a compare-and-swap on `setup_step_id`, so two browsers
+ * stopped working (`ConnectionReauth` first asks for newly required preconnect values). Every step change is a compare-and-swap on `setup_step_id`, so two browsers
  * submitting the same step cannot both advance it.
  */
 import type { Connection } from "@svc/domain/Connection"
@@ -72,6 +72,12 @@ export class ConnectionSetup extends Context.Service<
       id: ConnectionId,
       returnToUrl: string | undefined
     ) => Effect.Effect<SetupProgress, SetupError>
+    /** A fresh redirect URL that re-authorises a configured connection at the OAuth2 provider. */
+    readonly reauthRedirect: (
+      row: ConnectionRow,
+      actor: { readonly id: string },
+      returnToUrl: string | undefined
+    ) => Effect.Effect<SetupNext, ServiceUnavailable>
     /**
      * Moves a connection on from `fromStep` (the OAuth2 callback's entry point): to the next form,
      * or through the verify probes to `configured`. Answers the row as stored afterwards.
@@ -357,7 +363,7 @@ export class ConnectionSetup extends Context.Service<
         const { row, definition } = yield* loadInSetup(actor, id, "update")
         if (!isAuthorizationCode(definition)) {
           return yield* new BadRequest({
-            error: "only OAuth2 authorization-code connections are re-authorised in the browser",
+            error: `connection ${id} has nothing to re-authorise: no preconnect value is missing and its auth method has no browser step; rotate its credentials with PUT /api/v1/connections/${id}/credentials`,
             code: "reauthorization_not_supported"
           })
         }
@@ -371,6 +377,7 @@ export class ConnectionSetup extends Context.Service<
         initiate,
         submit,
         reauthorize,
+        reauthRedirect: (row, actor, returnToUrl) => redirectNext(row, actor, "reauth", returnToUrl),
         advance,
         progress: (actor, id) =>
           Effect.flatMap(loadInSetup(actor, id, "get"), ({ row, definition }) => progressOf(row, definition, actor))

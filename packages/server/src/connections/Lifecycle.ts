@@ -30,7 +30,7 @@ const inProgress = (connectorId: string) =>
     code: "operation_in_progress"
   })
 
-const taskTypes: ReadonlyArray<TaskType> = ["disconnect_all", "archive", "disconnect"]
+const taskTypes: ReadonlyArray<TaskType> = ["disconnect_all", "archive", "disconnect", "migrate_version"]
 
 /** A stored task's type (rows are written by this module only). */
 const taskTypeOf = (type: string): TaskType => taskTypes.find((known) => known === type) ?? "disconnect_all"

@@ -38,6 +38,16 @@ import { ConnectionSecrets } from "./ConnectionSecrets.ts"
 import { failureKey } from "./RefreshLease.ts"
 import * as RefreshSweep from "./RefreshSweep.ts"
 import { TokenRefresher } from "./TokenRefresher.ts"
+import { resolveTelemetry } from "../config/TelemetryConfig.ts"
+import { MetricStore } from "../telemetry/MetricStore.ts"
+import { makeTelemetry, Telemetry } from "../telemetry/Telemetry.ts"
+
+/** Metrics on (the Prometheus store only), no exporter; `team` and `tier` labels projected. */
+const meteredOnly = resolveTelemetry(
+  { prometheus: { enabled: true }, proxy: { metricDimensionLabels: ["team", "tier"] } },
+  {},
+  []
+)
 import { dueAt } from "./UsableCredentials.ts"
 
 const cxn = (tag: string) => fixtureId("cxn", tag)
@@ -117,14 +127,20 @@ const clientCredentials = (server: LocalServer) => ({
 })
 
 /** A configured connection `id` of a fresh connector with `auth`, holding `credentials`. */
-const connection = (id: ConnectionId, server: LocalServer, auth: unknown, credentials: StoredCredentials) =>
+const connection = (
+  id: ConnectionId,
+  server: LocalServer,
+  auth: unknown,
+  credentials: StoredCredentials,
+  labels: { readonly connector?: Record<string, string>; readonly connection?: Record<string, string> } = {}
+) =>
   Effect.gen(function* () {
     const repo = yield* ResourceRepo
     // Each connection has its own connector, named after it.
     const connectorId = fixtureId("cxr", id)
     yield* repo.insert("connectors", {
       id: connectorId,
-      ...envelope("root", connectorId),
+      ...envelope("root", connectorId, at(0), labels.connector),
       state: "draft",
       version: 1,
       type: "demo"
@@ -140,7 +156,7 @@ const connection = (id: ConnectionId, server: LocalServer, auth: unknown, creden
     )
     yield* repo.insert("connections", {
       id,
-      ...envelope("root", id),
+      ...envelope("root", id, at(0), labels.connection),
       connectorId,
       connectorVersion: 1,
       state: "configured",
@@ -372,14 +388,16 @@ layer(Test, { timeout: "60 seconds", excludeTestServices: true })(
       })
     )
 
-    it.effect("after a 401 without a refresh token: no token request, reason no_refresh_token", () =>
-      Effect.gen(function* () {
+    it.effect("after a 401 without a refresh token: no token request, reason no_refresh_token", () => {
+      const store = new MetricStore()
+      return Effect.gen(function* () {
         const server = yield* tokenEndpoint(granted("at-unused"))
         const { row, definition } = yield* connection(
           cxn("norefresh"),
           server,
           authCode(server),
-          expiredAuthCode("7", false)
+          expiredAuthCode("7", false),
+          { connector: { team: "connector-team", tier: "gold" }, connection: { team: "red", other: "x" } }
         )
         const refresher = yield* TokenRefresher
         // Nothing to refresh: a request uses the token as it is.
@@ -389,8 +407,26 @@ layer(Test, { timeout: "60 seconds", excludeTestServices: true })(
         assert.strictEqual(tokenRequests(server), 0)
         const state = yield* stateOf(cxn("norefresh"))
         assert.deepStrictEqual([state.health, state.notices], ["unhealthy", [{ reason: "no_refresh_token" }]])
-      })
-    )
+        // spec 8.3: counted as a failed refresh attempt with reason `no_refresh_token`, with the
+        // connector's then the connection's labels projected.
+        const series = (name: string) =>
+          [...(store.instruments.get(name)?.series.values() ?? [])].map(
+            (s): Record<string, unknown> => ({ ...s.attributes, value: s.value })
+          )
+        const labels = { "svc.label.team": "red", "svc.label.tier": "gold" }
+        assert.deepStrictEqual(series("svc.oauth2.refresh.attempts.total"), [
+          { result: "failure", ...labels, value: 1 }
+        ])
+        assert.deepStrictEqual(series("svc.oauth2.refresh.failures.total"), [
+          { reason: "no_refresh_token", ...labels, value: 1 }
+        ])
+      }).pipe(
+        Effect.provideService(
+          Telemetry,
+          makeTelemetry(meteredOnly, undefined, store, () => undefined)
+        )
+      )
+    })
 
     it.effect("client credentials within 60 s of expiry are re-fetched once for 20 concurrent requests", () =>
       Effect.gen(function* () {

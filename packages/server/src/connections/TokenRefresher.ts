@@ -17,7 +17,6 @@ import { ConnectionRepo } from "@svc/sql/ConnectionRepo"
 import type { ConnectionRow } from "@svc/sql/Rows"
 import { Cause, Clock, Context, DateTime, Deferred, Duration, Effect, Layer, Option, type Exit } from "effect"
 import { SvcConfig } from "../config/SvcConfig.ts"
-import type { RefreshFailureReason } from "../oauth/Refresh.ts"
 import { Outbound } from "../outbound/Outbound.ts"
 import { ConnectionChanges } from "../resources/ConnectionChanges.ts"
 import { ConnectorDefinitions } from "../resources/ConnectorDefinitions.ts"
@@ -27,32 +26,18 @@ import * as Kinds from "../resources/ResourceKinds.ts"
 import { ResourceOps } from "../resources/ResourceOps.ts"
 import { ConnectionSecrets } from "./ConnectionSecrets.ts"
 import { type CallSubject, LimitedCalls, subjectOf } from "./LimitedCalls.ts"
+import { oauth2LabelsOf } from "./OAuth2Labels.ts"
 import { OAuthClient } from "./OAuthClient.ts"
+import { fresh, gone, type RefreshNowResult, type RefreshOutcome } from "./RefreshOutcome.ts"
 import { leaseTtlMs, makeRefreshLease, permanentFailureMemoryMs, transientFailureMemoryMs } from "./RefreshLease.ts"
 import { deadReasons, makeTokenSource, reauthReasons, countRefresh, type TokenFailure } from "./TokenSource.ts"
 import { scopeNames } from "../oauth/TokenEndpoint.ts"
 import { dueAt, isDue, isExpired, isOAuth2, type OAuth2Credentials, retryAt } from "./UsableCredentials.ts"
 
+export type { RefreshNowResult, RefreshOutcome } from "./RefreshOutcome.ts"
+
 /** How often a process waiting on another's lease re-reads the row. */
 const pollIntervalMs = 100
-
-/** How one refresh flight ended. */
-export type RefreshOutcome =
-  /** New credentials are stored: refreshed by this flight (`self`) or found refreshed by someone else. */
-  | { readonly _tag: "Fresh"; readonly by: "self" | "other"; readonly credentials: OAuth2Credentials }
-  /** The refresh failed (now, or recently for these same credentials); the stored credentials if known. */
-  | {
-      readonly _tag: "Failed"
-      readonly reason: RefreshFailureReason
-      readonly credentials: OAuth2Credentials | undefined
-    }
-  /** Another process held the lease for its whole life without storing anything. */
-  | { readonly _tag: "Unchanged"; readonly credentials: OAuth2Credentials }
-  /** The connection is deleted or no longer holds OAuth2 credentials. */
-  | { readonly _tag: "Gone" }
-
-/** What `refreshNow` did. */
-export type RefreshNowResult = "refreshed" | "failed" | "skipped"
 
 /** What a flight replaces: the access token `stale` of connection `id`. */
 interface Target {
@@ -69,13 +54,6 @@ interface Found {
   readonly sealed: string
   readonly credentials: OAuth2Credentials
 }
-
-const fresh = (by: "self" | "other", credentials: OAuth2Credentials): RefreshOutcome => ({
-  _tag: "Fresh",
-  by,
-  credentials
-})
-const gone: RefreshOutcome = { _tag: "Gone" }
 
 /** Keeps OAuth2 connections' tokens fresh. */
 export class TokenRefresher extends Context.Service<
@@ -106,7 +84,11 @@ export class TokenRefresher extends Context.Service<
      */
     readonly refreshNow: (
       id: ConnectionId,
-      options?: { readonly force?: boolean | undefined }
+      options?: {
+        readonly force?: boolean | undefined
+        /** Ask the provider even when a failure is remembered for these credentials (an explicit re-authentication). */
+        readonly retryRemembered?: boolean | undefined
+      }
     ) => Effect.Effect<RefreshNowResult>
   }
 >()("@svc/server/TokenRefresher") {
@@ -178,9 +160,12 @@ export class TokenRefresher extends Context.Service<
           const sealed = yield* secrets.sealCredentials(target, next)
           const scope = next.token.scope
           const auth = target.definition.auth
+          // A version migration's re-authentication notice (a new required scope or preconnect
+          // field, spec 4.3 rule 4) is not answered by a refresh: it stays, and so does unhealthy.
+          const migrationReauth = yield* notifications.migrationReauthPending(target.id)
           const side = {
             tokenRefreshDueAt: dueAt(target.definition, next, defaultLifetimeMs),
-            healthState: "healthy" as const,
+            ...(migrationReauth ? {} : { healthState: "healthy" as const }),
             ...(scope === undefined
               ? {}
               : { grantedScopes: scopeNames(scope, auth.type === "oauth2" ? auth.scope_separator : " ") })
@@ -189,7 +174,7 @@ export class TokenRefresher extends Context.Service<
           for (let tries = 0; tries < 3; tries++) {
             if (yield* Effect.orDie(connections.swapCredentials(target.id, expected, sealed, new Date(now), side))) {
               yield* lease.forget(target.id)
-              yield* notifications.clear(target.id, reauthKey)
+              if (!migrationReauth) yield* notifications.clear(target.id, reauthKey)
               changes.changed(target.id)
               yield* countRefresh("success")
               yield* Effect.annotateCurrentSpan({ "svc.oauth2.refresh.result": "success" })
@@ -245,7 +230,11 @@ export class TokenRefresher extends Context.Service<
           const done = yield* settled(target, found)
           if (done !== undefined || found === undefined) return done ?? gone
           const now = yield* Clock.currentTimeMillis
-          const result = yield* Effect.result(tokens.obtain(target.definition, found.credentials, now, target.subject))
+          const result = yield* Effect.result(
+            tokens
+              .obtain(target.definition, found.credentials, now, target.subject)
+              .pipe(oauth2LabelsOf(ops, target.subject))
+          )
           return result._tag === "Failure"
             ? yield* failed(target, found, result.failure, now)
             : yield* store(target, found, result.success, now)
@@ -359,7 +348,7 @@ export class TokenRefresher extends Context.Service<
 
       const refreshNow = Effect.fn("TokenRefresher.refreshNow")(function* (
         id: ConnectionId,
-        options?: { readonly force?: boolean | undefined }
+        options?: { readonly force?: boolean | undefined; readonly retryRemembered?: boolean | undefined }
       ) {
         const found = yield* ops.find(Kinds.connections, id)
         if (Option.isNone(found)) return "skipped" as const
@@ -383,6 +372,7 @@ export class TokenRefresher extends Context.Service<
           }
           return "skipped" as const
         }
+        if (options?.retryRemembered === true) yield* lease.forget(id)
         const outcome = yield* flight(targetOf(row, definition, stored))
         return outcome._tag === "Fresh" ? "refreshed" : outcome._tag === "Failed" ? "failed" : "skipped"
       })

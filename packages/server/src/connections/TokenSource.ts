@@ -8,6 +8,7 @@
 import type { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
 import { Effect, Metric } from "effect"
 import { fetchClientCredentialsToken } from "../oauth/ClientCredentials.ts"
+import { countNoRefreshToken } from "../oauth/OAuth2Telemetry.ts"
 import { hasRefreshToken, type RefreshFailureReason, refreshTokenSet } from "../oauth/Refresh.ts"
 import { failureMetricReason, type TokenRequestFailed } from "../oauth/TokenRequestFailed.ts"
 import type { Outbound, OutboundRequest, SendOptions } from "../outbound/Outbound.ts"
@@ -118,10 +119,15 @@ export const makeTokenSource = (deps: TokenSourceDeps) => ({
     }
     const token = current.token
     if (!auth.refresh.enabled || !hasRefreshToken(token)) {
-      return Effect.fail({
-        reason: "no_refresh_token",
-        detail: auth.refresh.enabled ? "the provider issued no refresh token" : "refresh is disabled for this connector"
-      })
+      return Effect.andThen(
+        countNoRefreshToken,
+        Effect.fail({
+          reason: "no_refresh_token",
+          detail: auth.refresh.enabled
+            ? "the provider issued no refresh token"
+            : "refresh is disabled for this connector"
+        } satisfies TokenFailure)
+      )
     }
     return deps.clients.resolve(auth).pipe(
       Effect.mapError((error): TokenFailure => internal(error.message)),

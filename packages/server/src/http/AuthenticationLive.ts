@@ -3,13 +3,17 @@
  * `CurrentActor`, and refuses with 403 an endpoint whose declared permission the caller holds in
  * no namespace at all.
  */
+import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { HttpServerRequest } from "effect/http"
+import type { IncomingMessage } from "node:http"
 import type { HttpApiEndpoint } from "effect/http-api"
 import { Forbidden, Unauthorized } from "@svc/domain/Errors"
 import { hasAnyGrant } from "@svc/domain/PermissionMatcher"
 import { type AuthenticatedActor, Authentication, CurrentActor, RequiredPermission } from "@svc/domain/http/Security"
 import { Authenticator } from "../auth/Authenticator.ts"
 import { CurrentService } from "./CurrentService.ts"
+import { noteInboundActor } from "../telemetry/Inbound.ts"
 
 const missing = new Unauthorized({ error: "a bearer token is required", code: "unauthorized" })
 
@@ -42,6 +46,11 @@ export const AuthenticationLive = Layer.effect(
         const token = Redacted.value(credential)
         if (token === "") return yield* missing
         const actor = yield* authenticator.authenticate(token, service)
+        // The access log names the caller.
+        noteInboundActor(
+          NodeHttpServerRequest.toIncomingMessage(yield* HttpServerRequest.HttpServerRequest) as IncomingMessage,
+          actor.id
+        )
         yield* requirePermission(actor, endpoint)
         return yield* Effect.provideService(httpEffect, CurrentActor, actor)
       })

@@ -7,6 +7,7 @@ import { HttpRouter, HttpServerError, type HttpServerRequest, HttpServerResponse
 import { HttpApiError } from "effect/http-api"
 import type { unhandled } from "effect/Types"
 import { type ErrorDetail, errorBody, issueDetails } from "@svc/domain/Errors"
+import { recordRequestException } from "../telemetry/InboundSpans.ts"
 
 /** A standard error response. */
 export const errorResponse = (status: number, error: string, code: string, details?: ReadonlyArray<ErrorDetail>) =>
@@ -64,7 +65,11 @@ const fromCause = (
     }
   }
   if (cause.reasons.every((r) => r._tag === "Interrupt")) return Effect.failCause(cause as Cause.Cause<unhandled>)
-  return Effect.logError("unhandled failure while serving a request", cause).pipe(Effect.as(internalError))
+  return Effect.withFiber((fiber) => {
+    // Telemetry: the request's server span carries it as an exception event (spec 8.3).
+    recordRequestException(fiber, cause)
+    return Effect.logError("unhandled failure while serving a request", cause).pipe(Effect.as(internalError))
+  })
 }
 
 /**

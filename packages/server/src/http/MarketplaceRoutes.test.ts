@@ -44,7 +44,8 @@ const admin: ActorIdentity = {
 }
 const FakeDirectory = Layer.succeed(ActorDirectory)({
   findByExternalId: (externalId) => Effect.succeed(externalId === "admin" ? Option.some(admin) : Option.none()),
-  invalidate: () => Effect.void
+  invalidate: () => Effect.void,
+  onInvalidate: () => {}
 })
 
 const publicBase = "http://127.0.0.1:8080"

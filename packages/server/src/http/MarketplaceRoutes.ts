@@ -59,8 +59,8 @@ const queryOf = (url: string): URLSearchParams => {
   return new URLSearchParams(at === -1 ? "" : url.slice(at + 1))
 }
 
-/** Why a verified token is still not a login token, or undefined when it is one. */
-const loginTokenProblem = (token: string, nowSeconds: number): string | undefined => {
+/** Why a verified token is still not a login token, or undefined when it is one (also the admin UI login, AdminUiRoutes.ts). */
+export const loginTokenProblem = (token: string, nowSeconds: number): string | undefined => {
   let payload: ReturnType<typeof decodeJwt>
   try {
     payload = decodeJwt(token)

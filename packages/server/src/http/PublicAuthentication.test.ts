@@ -38,7 +38,8 @@ const admin: ActorIdentity = {
 const directory = new Map<string, ActorIdentity>()
 const FakeDirectory = Layer.succeed(ActorDirectory)({
   findByExternalId: (externalId) => Effect.sync(() => Option.fromUndefinedOr(directory.get(externalId))),
-  invalidate: () => Effect.void
+  invalidate: () => Effect.void,
+  onInvalidate: () => {}
 })
 
 const FakeAuthenticator = Layer.succeed(Authenticator)({

@@ -5,6 +5,7 @@
  */
 import { Effect, Layer, Option, Redacted } from "effect"
 import { HttpServerRequest } from "effect/http"
+import type { ServiceId } from "@svc/domain/Auth"
 import { Forbidden, type ServiceUnavailable, Unauthorized } from "@svc/domain/Errors"
 import { type AuthenticatedActor, Authentication, CurrentActor } from "@svc/domain/http/Security"
 import { ActorDirectory } from "../resources/ActorDirectory.ts"
@@ -52,20 +53,46 @@ export const requireBrowserSession = Effect.fnUntraced(function* (
 
 /**
  * The actor of a browser session, re-read from the directory (a deleted or replaced actor is a
- * 401 `unknown_actor`): the session's restrictions, service `public`, expiry in epoch seconds.
+ * 401 `unknown_actor`): the session's restrictions, its service (`public`, or `admin-api` for an
+ * admin UI session), expiry in epoch seconds.
  */
 export const sessionActor = Effect.fnUntraced(function* (
-  session: BrowserSession
+  session: BrowserSession,
+  service: "public" | "admin-api" = "public"
 ): Effect.fn.Return<AuthenticatedActor, Unauthorized | ServiceUnavailable, ActorDirectory> {
   const found = yield* (yield* ActorDirectory).findByExternalId(session.externalId)
   if (Option.isNone(found) || found.value.id !== session.actorId) return yield* unknownActor
   return {
     ...found.value,
     restrictions: session.restrictions,
-    service: "public",
+    service,
     expiresAt: Math.floor(session.expiresAt / 1000)
   }
 })
+
+/**
+ * `Authentication` that verifies a sent bearer token for `service` exactly as on every service
+ * (never falling back to the cookie) and otherwise authenticates the request with `fromSession`;
+ * the endpoint's `RequiredPermission` is enforced either way.
+ */
+export const bearerOrSession = (
+  authenticator: Authenticator["Service"],
+  service: ServiceId,
+  fromSession: (
+    request: HttpServerRequest.HttpServerRequest
+  ) => Effect.Effect<AuthenticatedActor, Unauthorized | Forbidden | ServiceUnavailable>
+) =>
+  Authentication.of({
+    bearer: Effect.fnUntraced(function* (httpEffect, { credential, endpoint }) {
+      const token = Redacted.value(credential)
+      const actor =
+        token !== ""
+          ? yield* authenticator.authenticate(token, service)
+          : yield* fromSession(yield* HttpServerRequest.HttpServerRequest)
+      yield* requirePermission(actor, endpoint)
+      return yield* Effect.provideService(httpEffect, CurrentActor, actor)
+    })
+  })
 
 /**
  * `Authentication` for the public service's HttpApi: a sent bearer token is verified exactly as
@@ -82,22 +109,12 @@ export const PublicAuthenticationLive: Layer.Layer<
     const authenticator = yield* Authenticator
     const sessions = yield* BrowserSessions
     const directory = yield* ActorDirectory
-    return Authentication.of({
-      bearer: Effect.fnUntraced(function* (httpEffect, { credential, endpoint }) {
-        const token = Redacted.value(credential)
-        let actor: AuthenticatedActor
-        if (token !== "") {
-          actor = yield* authenticator.authenticate(token, "public")
-        } else {
-          const request = yield* HttpServerRequest.HttpServerRequest
-          const { session } = yield* requireBrowserSession(request).pipe(
-            Effect.provideService(BrowserSessions, sessions)
-          )
-          actor = yield* sessionActor(session).pipe(Effect.provideService(ActorDirectory, directory))
-        }
-        yield* requirePermission(actor, endpoint)
-        return yield* Effect.provideService(httpEffect, CurrentActor, actor)
-      })
-    })
+    return bearerOrSession(authenticator, "public", (request) =>
+      requireBrowserSession(request).pipe(
+        Effect.flatMap(({ session }) => sessionActor(session)),
+        Effect.provideService(BrowserSessions, sessions),
+        Effect.provideService(ActorDirectory, directory)
+      )
+    )
   })
 )

@@ -22,12 +22,16 @@ import { swaggerDocuments } from "../swagger/generate.ts"
 import { AdminApiAuthHttp, ApiAuthHttp, PublicAuthHttp } from "./AuthHttp.ts"
 import { layerRedactCredentialQuery } from "./BrowserPages.ts"
 import { MarketplaceRoutes } from "./MarketplaceRoutes.ts"
+import { AdminUiAuthenticationLive, AdminUiRoutes, AdminUiSessions } from "./AdminUiRoutes.ts"
+import { ConnectUiRoutes } from "./ConnectUiRoutes.ts"
 import * as OAuthRoutes from "./OAuthRoutes.ts"
 import { PublicAuthenticationLive } from "./PublicAuthentication.ts"
 import { AdminApiMetadataHttp, ApiMetadataHttp } from "./MetadataHttp.ts"
 import { AdminApiNotificationsHttp, ApiNotificationsHttp, PublicNotificationsHttp } from "./NotificationsHttp.ts"
 import { AdminApiProbesHttp, ApiProbesHttp } from "./ProbesHttp.ts"
-import { AdminApiProxyHttp, ApiProxyHttp } from "./ProxyHttp.ts"
+import { DataPlane } from "../proxy/DataPlane.ts"
+import { ProxyCallers } from "../proxy/ProxyCallers.ts"
+import { AdminApiProxyHttp, ApiProxyHttp, installFastPath } from "./ProxyHttp.ts"
 import { AdminApiRequestEventsHttp, ApiRequestEventsHttp } from "./RequestEventsHttp.ts"
 import { AdminApiResourcesHttp, ApiResourcesHttp, PublicResourcesHttp } from "./ResourcesHttp.ts"
 import { AdminApiSearchHttp } from "./SearchHttp.ts"
@@ -35,6 +39,9 @@ import { AuthenticationLive } from "./AuthenticationLive.ts"
 import { errorResponse, layerErrorHandling, type NotFoundPolicy } from "./ErrorHandling.ts"
 import { layerInputGuard } from "./InputGuard.ts"
 import { AdminApiSystemHttp, ApiSystemHttp, PublicSystemHttp, WorkerSystemHttp } from "./SystemHttp.ts"
+import { observeRequests } from "../telemetry/Inbound.ts"
+import { TelemetryRuntime } from "../telemetry/TelemetryLayer.ts"
+import { layerBuiltInTracerOff, routeTemplates, routerLayer as telemetryRoutes } from "./ServerTelemetry.ts"
 
 const serverOptions: http.ServerOptions = {
   // SECURITY.md "Limits on every input": bounded headers and slow-client timeouts.
@@ -100,12 +107,13 @@ const routes = (service: ServiceId) => {
               AdminApiRequestEventsHttp,
               AdminApiMetadataHttp,
               AdminApiSearchHttp
-            ).pipe(Layer.provide(AuthenticationLive))
+            ).pipe(Layer.provide(AdminUiAuthenticationLive))
           ])
         ),
         SwaggerRoute.layer(swaggerDocuments()["admin-api"]),
-        DocsRoute.layer(AdminApiV1)
-      )
+        DocsRoute.layer(AdminApiV1),
+        AdminUiRoutes
+      ).pipe(Layer.provide(AdminUiSessions.layer))
     case "public":
       return Layer.mergeAll(
         HttpApiBuilder.layer(PublicApi, { openapiPath: "/openapi.json" }).pipe(
@@ -117,7 +125,8 @@ const routes = (service: ServiceId) => {
           ])
         ),
         MarketplaceRoutes,
-        OAuthRoutes.layer
+        OAuthRoutes.layer,
+        ConnectUiRoutes
       )
     case "worker":
       return HttpApiBuilder.layer(WorkerApi).pipe(Layer.provide(WorkerSystemHttp))
@@ -136,6 +145,11 @@ type NodeServer = http.Server | https.Server
 export interface Drain {
   /** Tracks `server`'s requests from its first one; answers the server. */
   readonly track: <S extends NodeServer>(server: S) => S
+  /**
+   * The bookkeeping `track` does on each request of `server`, for a request taken before the
+   * `request` listeners run (the proxy's fast path); idempotent per request.
+   */
+  readonly observer: (server: NodeServer) => (request: http.IncomingMessage, response: http.ServerResponse) => void
   /**
    * Stops taking requests: the listeners close, every answer not yet started carries
    * `Connection: close` (its socket closes after it), idle kept-alive sockets close at once and
@@ -158,18 +172,29 @@ export const makeDrain = (timeoutMs: number): Drain => {
     response.once("finish", () => setImmediate(() => server.closeIdleConnections()))
   }
 
-  const track = <S extends NodeServer>(server: S): S => {
-    const inFlight = new Set<http.ServerResponse>()
-    servers.set(server, inFlight)
-    // Prepended: runs before the request handler writes anything.
-    server.prependListener("request", (_request: http.IncomingMessage, response: http.ServerResponse) => {
+  const observed = new WeakSet<http.ServerResponse>()
+  const observer = (server: NodeServer) => {
+    let inFlight = servers.get(server)
+    if (inFlight === undefined) {
+      inFlight = new Set<http.ServerResponse>()
+      servers.set(server, inFlight)
+    }
+    const set = inFlight
+    return (_request: http.IncomingMessage, response: http.ServerResponse) => {
+      if (observed.has(response)) return
+      observed.add(response)
       if (draining) {
         response.shouldKeepAlive = false
         return
       }
-      inFlight.add(response)
-      response.once("close", () => inFlight.delete(response))
-    })
+      set.add(response)
+      response.once("close", () => set.delete(response))
+    }
+  }
+
+  const track = <S extends NodeServer>(server: S): S => {
+    // Prepended: runs before the request handler writes anything.
+    server.prependListener("request", observer(server))
     return server
   }
 
@@ -214,20 +239,33 @@ export const makeDrain = (timeoutMs: number): Drain => {
     }
   })
 
-  return { track, drain }
+  return { track, observer, drain }
 }
 
 const nodeServer = (config: ResolvedConfig, service: ServiceId, tls: TlsMaterial | undefined) =>
   Layer.unwrap(
-    Effect.map(ServerDrain, (drain) => {
+    Effect.gen(function* () {
+      const drain = yield* ServerDrain
+      const plane = yield* Effect.serviceOption(DataPlane)
+      const callers = yield* Effect.serviceOption(ProxyCallers)
+      const inbound = (yield* TelemetryRuntime).inbound(service, routeTemplates(service))
+      // The proxy's fast path (issue 16) on the services that serve `_proxy_raw`.
+      const fast = <S extends NodeServer>(server: S): S => {
+        if ((service === "api" || service === "admin-api") && plane._tag === "Some" && callers._tag === "Some") {
+          installFastPath(server, service, plane.value, callers.value, drain.observer(server), config.http.maxBodyBytes)
+        }
+        // Installed last, so outermost: request id, server span, HTTP metrics and access log see
+        // every request, the fast path's too.
+        return observeRequests(drain.track(server), inbound.onRequest)
+      }
       const { host, port } = config.listeners[service]
       if (service === "admin-api") {
-        return NodeHttpServer.layer(() => drain.track(https.createServer({ ...serverOptions, ...tls })), {
+        return NodeHttpServer.layer(() => fast(https.createServer({ ...serverOptions, ...tls })), {
           host,
           port
         })
       }
-      return NodeHttpServer.layer(() => drain.track(http.createServer(serverOptions)), { host, port })
+      return NodeHttpServer.layer(() => fast(http.createServer(serverOptions)), { host, port })
     })
   )
 
@@ -253,6 +291,7 @@ export const serverLayer = (config: ResolvedConfig, service: ServiceId, tls: Tls
       Layer.mergeAll(
         routes(service),
         layerInputGuard,
+        Layer.unwrap(Effect.map(TelemetryRuntime, telemetryRoutes)),
         Layer.unwrap(
           Effect.map(Authenticator, (authenticator) => layerErrorHandling(apiNotFound(authenticator, service)))
         )
@@ -263,11 +302,13 @@ export const serverLayer = (config: ResolvedConfig, service: ServiceId, tls: Tls
   ).pipe(
     Layer.provide(nodeServer(config, service, tls)),
     Layer.provide(Layer.succeed(CurrentService, service)),
+    // effect's own server span off: the inbound hook makes the spec's.
+    Layer.provide(layerBuiltInTracerOff),
     // Login tokens, codes and states in public-service URLs never reach a span.
     Layer.provide(service === "public" ? layerRedactCredentialQuery : Layer.empty),
     Layer.provide(Layer.succeed(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(config.http.maxBodyBytes)))
   )
 
-/** Every selected service's server; requires the shared Authenticator, Health and `ServerDrain`. */
+/** Every selected service's server; requires the shared Authenticator, Health, `ServerDrain` and `TelemetryRuntime`. */
 export const layer = (config: ResolvedConfig, services: ReadonlyArray<ServiceId>, tls: TlsMaterial | undefined) =>
   services.map((service) => serverLayer(config, service, tls)).reduce((all, one) => Layer.merge(all, one), Layer.empty)

@@ -2,6 +2,7 @@
  * The OAuth2 authorization code grant with PKCE S256 (RFC 6749 4.1, RFC 7636): the authorization
  * request URL and the code exchange at the token endpoint, transport-free like the other grants.
  */
+import { countTokenExchange } from "./OAuth2Telemetry.ts"
 import { Effect } from "effect"
 import type { OAuth2AuthorizationCodeAuth, OAuth2TokenSet } from "@svc/domain/ConnectorAuth"
 import { clientAuthenticatedForm, type OAuth2Client, secretForms } from "./ClientAuth.ts"
@@ -67,7 +68,7 @@ export const authorizationUrl = (auth: AuthorizationCodeAuth, request: Authoriza
  * one (RFC 6749 5.1); a granted `scope` missing a required scope is `invalid_scope`. No secret
  * (client secret, code, verifier, token) appears in a failure.
  */
-export const exchangeCode = Effect.fn("exchangeCode")(function* (
+export const exchangeCode = Effect.fn("oauth2.token_exchange")(function* (
   auth: AuthorizationCodeAuth,
   client: OAuth2Client,
   exchange: CodeExchange,
@@ -105,4 +106,4 @@ export const exchangeCode = Effect.fn("exchangeCode")(function* (
   }
   const requested = requestedScope(auth.scopes, auth.scope_separator)
   return requested === undefined ? token : { ...token, scope: requested }
-})
+}, countTokenExchange)

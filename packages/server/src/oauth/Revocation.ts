@@ -2,6 +2,7 @@
  * Token revocation (RFC 7009), transport-free: one client-authenticated form POST of the token and
  * its type hint to the definition's `revocation_endpoint`.
  */
+import { countRevocation } from "./OAuth2Telemetry.ts"
 import { Effect } from "effect"
 import type { ClientAuthMethod } from "@svc/domain/ConnectorAuth"
 import { clientAuthenticatedForm, type OAuth2Client, secretForms } from "./ClientAuth.ts"
@@ -22,20 +23,23 @@ export interface Revocation {
  * reason, a bare 401 `invalid_client`, anything else `provider_error`; outbound failures are
  * `network_error` or `timeout`. Neither the token nor the client secret appears in a failure.
  */
-export const revokeToken = Effect.fn("revokeToken")(function* (
-  endpoint: string,
-  clientAuth: ClientAuthMethod,
-  client: OAuth2Client,
-  revocation: Revocation,
-  send: SendOutbound
-): Effect.fn.Return<void, TokenRequestFailed> {
-  const form = clientAuthenticatedForm(endpoint, clientAuth, client, [
-    ["token", revocation.token],
-    ["token_type_hint", revocation.tokenTypeHint]
-  ])
-  if (form instanceof TokenRequestFailed) return yield* form
-  const response = yield* sendForm(form, send, "revocation endpoint")
-  if (response.status >= 200 && response.status <= 299) return
-  const secrets = [...form.secrets, ...secretForms(revocation.token)]
-  return yield* errorAnswer(response.status, tokenResponseFields(response), secrets, "revocation endpoint")
-})
+export const revokeToken = Effect.fn("oauth2.revoke")(
+  function* (
+    endpoint: string,
+    clientAuth: ClientAuthMethod,
+    client: OAuth2Client,
+    revocation: Revocation,
+    send: SendOutbound
+  ): Effect.fn.Return<void, TokenRequestFailed> {
+    const form = clientAuthenticatedForm(endpoint, clientAuth, client, [
+      ["token", revocation.token],
+      ["token_type_hint", revocation.tokenTypeHint]
+    ])
+    if (form instanceof TokenRequestFailed) return yield* form
+    const response = yield* sendForm(form, send, "revocation endpoint")
+    if (response.status >= 200 && response.status <= 299) return
+    const secrets = [...form.secrets, ...secretForms(revocation.token)]
+    return yield* errorAnswer(response.status, tokenResponseFields(response), secrets, "revocation endpoint")
+  },
+  (effect, _endpoint, _clientAuth, _client, revocation) => countRevocation(revocation.tokenTypeHint)(effect)
+)

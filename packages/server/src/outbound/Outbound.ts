@@ -8,11 +8,17 @@ import { guardedConnector, type Resolver, systemResolver } from "./GuardedConnec
 import type { OutboundError } from "./OutboundError.ts"
 import { type OutboundPolicy, type OutboundRequest, prepareOutbound } from "./OutboundGuard.ts"
 import { collectResponse, type OutboundResponse, type OutboundTimeouts } from "./ResponseCollector.ts"
-import { type ChunkObserver, type StreamedResponse, streamExchange } from "./StreamingExchange.ts"
+import {
+  type ChunkObserver,
+  type StreamCallbacks,
+  type StreamedResponse,
+  startStreamExchange,
+  streamExchange
+} from "./StreamingExchange.ts"
 
 export type { OutboundPolicy, OutboundRequest } from "./OutboundGuard.ts"
 export type { OutboundResponse, OutboundTimeouts } from "./ResponseCollector.ts"
-export type { ChunkObserver, StreamedResponse, StreamOutcome } from "./StreamingExchange.ts"
+export type { ChunkObserver, StreamCallbacks, StreamedResponse, StreamOutcome } from "./StreamingExchange.ts"
 
 /** What one call of `Outbound.send` is held to. */
 export interface SendOptions {
@@ -51,6 +57,17 @@ export class Outbound extends Context.Service<
       options: SendOptions,
       onChunk?: ChunkObserver
     ): Effect.Effect<StreamedResponse, OutboundError>
+    /**
+     * `stream` in plain code (the proxy's fast path): the head or the failure is reported to
+     * `callbacks` (a refused request at once); answers a function that abandons the exchange
+     * before its head arrived.
+     */
+    streamPlain(
+      request: OutboundRequest,
+      options: SendOptions,
+      onChunk: ChunkObserver | undefined,
+      callbacks: StreamCallbacks
+    ): () => void
   }
 >()("@svc/server/outbound/Outbound") {
   /** Outbound with explicit agent settings; the agents close with the layer. */
@@ -92,7 +109,22 @@ export class Outbound extends Context.Service<
           const agent = prepared.allowPrivateNetworks ? withPrivate : publicOnly
           return streamExchange(agent, prepared, sendOptions.timeouts, onChunk)
         }
-        return Outbound.of({ send, stream })
+        const noop = () => {}
+        const streamPlain = (
+          request: OutboundRequest,
+          sendOptions: SendOptions,
+          onChunk: ChunkObserver | undefined,
+          callbacks: StreamCallbacks
+        ) => {
+          const prepared = prepareOutbound(request, sendOptions.policy)
+          if (!("dispatch" in prepared)) {
+            callbacks.onFailure(prepared)
+            return noop
+          }
+          const agent = prepared.allowPrivateNetworks ? withPrivate : publicOnly
+          return startStreamExchange(agent, prepared, sendOptions.timeouts, onChunk, callbacks)
+        }
+        return Outbound.of({ send, stream, streamPlain })
       })
     )
   }

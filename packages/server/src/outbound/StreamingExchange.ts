@@ -11,6 +11,7 @@ import { Effect } from "effect"
 import type { Dispatcher } from "undici"
 import { OutboundError, type OutboundErrorReason } from "./OutboundError.ts"
 import type { PreparedOutbound } from "./OutboundGuard.ts"
+import { chunkRelayed } from "./RelayedChunks.ts"
 import { clampMs, dispatchFailure, type OutboundTimeouts, responseHeaders } from "./ResponseCollector.ts"
 
 /** How a streamed exchange ended, once its body is over. */
@@ -33,6 +34,131 @@ export interface StreamedResponse {
 /** Per-chunk observer of the response body (recording); must be cheap. */
 export type ChunkObserver = (chunk: Uint8Array) => void
 
+/** Where a plain streamed exchange reports: its head, or why there is none (exactly one is called). */
+export interface StreamCallbacks {
+  readonly onHead: (response: StreamedResponse) => void
+  readonly onFailure: (error: OutboundError) => void
+}
+
+/**
+ * Sends `prepared` through `dispatcher` in plain code (the proxy's fast path): `callbacks.onHead`
+ * as soon as the response head arrives, or `callbacks.onFailure`. Answers a function that
+ * abandons the exchange before its head arrived (the caller went away); it does nothing after.
+ */
+export const startStreamExchange = (
+  dispatcher: Dispatcher,
+  prepared: PreparedOutbound,
+  timeouts: OutboundTimeouts,
+  onChunk: ChunkObserver | undefined,
+  callbacks: StreamCallbacks
+): (() => void) => {
+  let controller: Dispatcher.DispatchController | undefined
+  let settled = false
+  let started = false
+  let bytes = 0
+  let ended = false
+  let body: Readable | undefined
+  let finish: (outcome: StreamOutcome) => void = () => {}
+  const done = new Promise<StreamOutcome>((resolve) => {
+    finish = resolve
+  })
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const stopTimer = () => {
+    if (timer !== undefined) clearTimeout(timer)
+    timer = undefined
+  }
+  const abort = (why: string) => {
+    if (controller !== undefined && !controller.aborted) controller.abort(new Error(why))
+  }
+  const fail = (reason: OutboundErrorReason, detail: string) => {
+    if (settled) return
+    settled = true
+    stopTimer()
+    callbacks.onFailure(new OutboundError({ reason, target: prepared.target, detail }))
+    finish({ bytes: 0, error: detail })
+  }
+  const arm = (ms: number, detail: string) => {
+    stopTimer()
+    timer = setTimeout(() => {
+      fail("timeout", detail)
+      abort(detail)
+    }, clampMs(ms))
+  }
+  arm(timeouts.connectMs, `no connection within ${timeouts.connectMs} ms`)
+
+  const handler: Dispatcher.DispatchHandler = {
+    onRequestStart(c) {
+      controller = c
+      if (settled) {
+        c.abort(new Error("outbound request abandoned"))
+        return
+      }
+      started = true
+      arm(timeouts.firstByteMs, `no response headers within ${timeouts.firstByteMs} ms`)
+    },
+    onResponseStart(c, statusCode, rawHeaders) {
+      if (settled || statusCode < 200) return
+      settled = true
+      stopTimer()
+      body = new Readable({
+        highWaterMark: 64 * 1024,
+        read: () => {
+          if (c.paused) c.resume()
+        },
+        destroy: (error, callback) => {
+          if (!c.aborted && !ended) {
+            c.abort(error ?? new Error("the caller stopped reading"))
+            finish({ bytes, error: "the caller went away" })
+          }
+          callback(error)
+        }
+      })
+      callbacks.onHead({ status: statusCode, headers: responseHeaders(rawHeaders), body, done })
+    },
+    onBodySent(chunk) {
+      chunkRelayed(chunk.byteLength)
+    },
+    onResponseData(c, chunk) {
+      if (body === undefined || body.destroyed) return
+      bytes += chunk.byteLength
+      chunkRelayed(chunk.byteLength)
+      onChunk?.(chunk)
+      if (!body.push(chunk)) c.pause()
+    },
+    onResponseEnd() {
+      ended = true
+      if (body === undefined) return
+      body.push(null)
+      finish({ bytes })
+    },
+    onResponseError(_c, error) {
+      const failure = dispatchFailure(error, started)
+      if (!settled) {
+        fail(failure.reason, failure.detail)
+        return
+      }
+      ended = true
+      finish({ bytes, error: failure.detail })
+      body?.destroy(new Error(failure.detail))
+    }
+  }
+
+  try {
+    dispatcher.dispatch({ ...prepared.dispatch, headersTimeout: 0, bodyTimeout: clampMs(timeouts.totalMs) }, handler)
+  } catch (error) {
+    const failure = dispatchFailure(error, false)
+    fail(failure.reason, failure.detail)
+  }
+  return () => {
+    if (!settled) {
+      settled = true
+      stopTimer()
+      abort("outbound request abandoned")
+      finish({ bytes: 0, error: "abandoned" })
+    }
+  }
+}
+
 /** Sends `prepared` through `dispatcher`; succeeds with the response head as soon as it arrives. */
 export const streamExchange = (
   dispatcher: Dispatcher,
@@ -41,105 +167,9 @@ export const streamExchange = (
   onChunk?: ChunkObserver
 ): Effect.Effect<StreamedResponse, OutboundError> =>
   Effect.callback<StreamedResponse, OutboundError>((resume) => {
-    let controller: Dispatcher.DispatchController | undefined
-    let settled = false
-    let started = false
-    let bytes = 0
-    let ended = false
-    let body: Readable | undefined
-    let finish: (outcome: StreamOutcome) => void = () => {}
-    const done = new Promise<StreamOutcome>((resolve) => {
-      finish = resolve
+    const abandon = startStreamExchange(dispatcher, prepared, timeouts, onChunk, {
+      onHead: (response) => resume(Effect.succeed(response)),
+      onFailure: (error) => resume(Effect.fail(error))
     })
-    let timer: ReturnType<typeof setTimeout> | undefined
-    const stopTimer = () => {
-      if (timer !== undefined) clearTimeout(timer)
-      timer = undefined
-    }
-    const abort = (why: string) => {
-      if (controller !== undefined && !controller.aborted) controller.abort(new Error(why))
-    }
-    const fail = (reason: OutboundErrorReason, detail: string) => {
-      if (settled) return
-      settled = true
-      stopTimer()
-      resume(Effect.fail(new OutboundError({ reason, target: prepared.target, detail })))
-      finish({ bytes: 0, error: detail })
-    }
-    const arm = (ms: number, detail: string) => {
-      stopTimer()
-      timer = setTimeout(() => {
-        fail("timeout", detail)
-        abort(detail)
-      }, clampMs(ms))
-    }
-    arm(timeouts.connectMs, `no connection within ${timeouts.connectMs} ms`)
-
-    const handler: Dispatcher.DispatchHandler = {
-      onRequestStart(c) {
-        controller = c
-        if (settled) {
-          c.abort(new Error("outbound request abandoned"))
-          return
-        }
-        started = true
-        arm(timeouts.firstByteMs, `no response headers within ${timeouts.firstByteMs} ms`)
-      },
-      onResponseStart(c, statusCode, rawHeaders) {
-        if (settled || statusCode < 200) return
-        settled = true
-        stopTimer()
-        body = new Readable({
-          highWaterMark: 64 * 1024,
-          read: () => {
-            if (c.paused) c.resume()
-          },
-          destroy: (error, callback) => {
-            if (!c.aborted && !ended) {
-              c.abort(error ?? new Error("the caller stopped reading"))
-              finish({ bytes, error: "the caller went away" })
-            }
-            callback(error)
-          }
-        })
-        resume(Effect.succeed({ status: statusCode, headers: responseHeaders(rawHeaders), body, done }))
-      },
-      onResponseData(c, chunk) {
-        if (body === undefined || body.destroyed) return
-        bytes += chunk.byteLength
-        onChunk?.(chunk)
-        if (!body.push(chunk)) c.pause()
-      },
-      onResponseEnd() {
-        ended = true
-        if (body === undefined) return
-        body.push(null)
-        finish({ bytes })
-      },
-      onResponseError(_c, error) {
-        const failure = dispatchFailure(error, started)
-        if (!settled) {
-          fail(failure.reason, failure.detail)
-          return
-        }
-        ended = true
-        finish({ bytes, error: failure.detail })
-        body?.destroy(new Error(failure.detail))
-      }
-    }
-
-    try {
-      dispatcher.dispatch({ ...prepared.dispatch, headersTimeout: 0, bodyTimeout: clampMs(timeouts.totalMs) }, handler)
-    } catch (error) {
-      const failure = dispatchFailure(error, false)
-      fail(failure.reason, failure.detail)
-    }
-    return Effect.sync(() => {
-      if (!settled) {
-        settled = true
-        stopTimer()
-        abort("outbound request abandoned")
-        finish({ bytes: 0, error: "abandoned" })
-      }
-    })
+    return Effect.sync(abandon)
   })

@@ -16,7 +16,7 @@ import { Outbound } from "../outbound/Outbound.ts"
 import { envelopeRoute } from "./EnvelopeRoute.ts"
 import { makePipeline } from "./Pipeline.ts"
 import type { ProxyEvents } from "./ProxyEvents.ts"
-import type { ProxyTargets } from "./ProxyTargets.ts"
+import { ProxyTargets } from "./ProxyTargets.ts"
 import { rawRoute } from "./RawRoute.ts"
 import type { ProxyError } from "./Route.ts"
 import { RequestLimiter } from "../ratelimit/RequestLimiter.ts"
@@ -47,6 +47,30 @@ export class DataPlane extends Context.Service<
       request: IncomingMessage,
       response: ServerResponse
     ) => Effect.Effect<void, ProxyError>
+    /**
+     * The fast path of `_proxy_raw` (`FastExchange.ts`): takes the request and answers it in plain
+     * code when the connection's target is cached and fresh for `actor`; false, with nothing
+     * touched, when the request must take `proxyRaw`.
+     */
+    readonly tryFastRaw: (
+      actor: AuthenticatedActor,
+      id: string,
+      request: IncomingMessage,
+      response: ServerResponse
+    ) => boolean
+    /** True when connection `id`'s target is cached and fresh for `actor` (the fast path may take its requests). */
+    readonly knowsFast: (actor: AuthenticatedActor, id: string) => boolean
+    /**
+     * The fast path of `_proxy`: the envelope (read and decoded by the caller of this) through
+     * `proxy`, answered on `response`; false, with nothing written, when it must take the HttpApi
+     * route.
+     */
+    readonly tryFastEnvelope: (
+      actor: AuthenticatedActor,
+      id: string,
+      payload: ProxyRequest,
+      response: ServerResponse
+    ) => boolean
   }
 >()("@svc/server/DataPlane") {
   /** The data plane with `stages` between the request log and the concurrency gate (tests substitute them). */
@@ -55,12 +79,17 @@ export class DataPlane extends Context.Service<
       DataPlane,
       Effect.gen(function* () {
         const outbound = yield* Outbound
+        const targets = yield* ProxyTargets
         const pipeline = yield* makePipeline(stages)
         const proxy = pipeline.handler(envelopeRoute(outbound))
         const raw = pipeline.handler(rawRoute(outbound))
+        const fast = pipeline.fast(outbound)
         return DataPlane.of({
           proxy,
-          proxyRaw: (actor, id, request, response) => raw(actor, id, { request, response })
+          proxyRaw: (actor, id, request, response) => raw(actor, id, { request, response }),
+          tryFastRaw: fast.tryRaw,
+          knowsFast: (actor, id) => targets.peek(actor, id) !== undefined,
+          tryFastEnvelope: (actor, id, payload, response) => fast.tryEnvelope(actor, id, payload, response, proxy)
         })
       })
     )

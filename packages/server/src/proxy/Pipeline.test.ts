@@ -143,6 +143,7 @@ const upstreamLayer = Layer.effect(
     })
     const target: ProxyTarget = {
       row,
+      connectorLabels: {},
       definition,
       credentials: { kind: "api_key", api_key: "pipeline-key" },
       send: upstreamOptions(definition, true),
@@ -153,7 +154,8 @@ const upstreamLayer = Layer.effect(
     return ProxyTargets.of({
       get: () => Effect.succeed(target),
       invalidate: () => Effect.void,
-      afterUnauthorized: () => Effect.succeed(undefined)
+      afterUnauthorized: () => Effect.succeed(undefined),
+      peek: () => target
     })
   })
 )

@@ -25,7 +25,11 @@ import { BodyCapture, captureBuffered, captureSkipped, SkipReason } from "../eve
 import type { RecordedHeaders } from "../events/Recordings.ts"
 import { CredentialInjectionError, type InjectedRequest, injectCredentials } from "../outbound/CredentialInjection.ts"
 import { outboundHttpError, refusedBeforeLeaving } from "../outbound/OutboundError.ts"
+import type { Outbound } from "../outbound/Outbound.ts"
+import { Telemetry } from "../telemetry/Telemetry.ts"
 import { ConnectionGate, type Release } from "./ConnectionGate.ts"
+import { outboundTelemetry } from "./OutboundTelemetry.ts"
+import { makeFastExchange } from "./FastExchange.ts"
 import { type ExchangeStart, ProxyEvents } from "./ProxyEvents.ts"
 import { ProxyTargets, type ProxyTarget } from "./ProxyTargets.ts"
 import type { AnswerHead, CallerRequest, Captures, ProxyError, Route } from "./Route.ts"
@@ -90,6 +94,11 @@ export const makePipeline = (stages: Stages) =>
     const events = yield* ProxyEvents
     const gate = new ConnectionGate()
     const cap = events.recordingCap
+    const context = yield* Effect.context<never>()
+    // Stage: telemetry (spec 8.3), the outbound span around the send; undefined when off.
+    const observed = outboundTelemetry(yield* Telemetry)
+    const injectObserved: typeof inject =
+      observed === undefined ? inject : (target, request) => observed.started(target, request, inject(target, request))
 
     /** Stage: the request event, opened (the request log, outermost). */
     const requestLog = (target: ProxyTarget, actor: AuthenticatedActor, request: CallerRequest) =>
@@ -110,8 +119,9 @@ export const makePipeline = (stages: Stages) =>
       status: number | undefined,
       headers: RecordedHeaders | undefined,
       error: string | undefined
-    ) =>
-      events.finish(start, {
+    ) => {
+      observed?.ended(request, status, headers)
+      return events.finish(start, {
         source: "upstream",
         status,
         durationMs: Date.now() - start.startedAt,
@@ -127,6 +137,7 @@ export const makePipeline = (stages: Stages) =>
                 error
               }
       })
+    }
 
     /** Stage: the event of a request svc answered itself; the body was never read. */
     const recordSvcAnswer = (
@@ -176,7 +187,7 @@ export const makePipeline = (stages: Stages) =>
         if (limited._tag === "Answer") return yield* answerBySvc(start, request, limited.answer, rateLimit)
 
         const release = yield* admit(gate, target)
-        const injected = inject(target, request)
+        const injected = injectObserved(target, request)
         if (injected instanceof ServiceUnavailable) {
           release()
           return yield* injected
@@ -227,5 +238,21 @@ export const makePipeline = (stages: Stages) =>
       })
     }
 
-    return { handler }
+    /** The fast `_proxy_raw` over the same stages, gate and event writers (`FastExchange.ts`). */
+    const fast = (outbound: Outbound["Service"]) =>
+      makeFastExchange({
+        targets,
+        events,
+        outbound,
+        stages,
+        gate,
+        context,
+        requestLog,
+        inject: injectObserved,
+        record,
+        recordSvcAnswer,
+        refreshable
+      })
+
+    return { handler, fast }
   })

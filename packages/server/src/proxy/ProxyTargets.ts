@@ -28,6 +28,8 @@ import type { SendOptions } from "../outbound/Outbound.ts"
 /** A connection ready to carry proxied requests. */
 export interface ProxyTarget {
   readonly row: ConnectionRow
+  /** The connector's labels: the first of the effective label set of telemetry (spec 8.3). */
+  readonly connectorLabels: Readonly<Record<string, string>>
   readonly definition: ConnectorDefinition
   readonly credentials: StoredCredentials | undefined
   /** Allowed hosts, private-network policy and timeouts of the connector. */
@@ -81,6 +83,13 @@ export class ProxyTargets extends Context.Service<
      * when no refresh was possible or it failed (the 401 stands).
      */
     readonly afterUnauthorized: (target: ProxyTarget) => Effect.Effect<ProxyTarget | undefined>
+    /**
+     * The fast path's look-up, plain and synchronous: the target of connection `id` when it was
+     * loaded (not served stale) less than `targetTtl` ago, `actor` may proxy through it and it is
+     * configured — exactly when `get` would succeed from its cache; undefined otherwise (the
+     * request takes the `get` path, which loads and answers any error).
+     */
+    readonly peek: (actor: AuthenticatedActor, id: string) => ProxyTarget | undefined
   }
 >()("@svc/server/ProxyTargets") {
   static readonly layerNoDeps: Layer.Layer<
@@ -103,8 +112,10 @@ export class ProxyTargets extends Context.Service<
           if (Option.isNone(found)) return Option.none<ProxyTarget>()
           const row = found.value
           const definition = yield* definitions.get(row.connectorId, row.connectorVersion)
+          const connector = yield* ops.find(Kinds.connectors, row.connectorId)
           const target: ProxyTarget = {
             row,
+            connectorLabels: Option.isSome(connector) ? connector.value.labels : {},
             definition,
             // A failed refresh keeps the old token and lets the upstream decide.
             credentials: row.state === "configured" ? yield* refresher.usable(row, definition) : undefined,
@@ -120,9 +131,19 @@ export class ProxyTargets extends Context.Service<
       let warnedAt = Number.NEGATIVE_INFINITY
       let failedAt = Number.NEGATIVE_INFINITY
 
+      /** Targets loaded fresh, with when they stop being served (`peek`); the same lifetime as the cache's. */
+      const fresh = new Map<string, { readonly target: ProxyTarget; readonly until: number }>()
+      const ttlMs = Duration.toMillis(targetTtl)
+
       const remember = (id: string, found: Option.Option<ProxyTarget>, now: number) => {
         lastKnown.delete(id)
+        fresh.delete(id)
         if (Option.isNone(found)) return
+        fresh.set(id, { target: found.value, until: now + ttlMs })
+        if (fresh.size > lastKnownCapacity) {
+          const oldest = fresh.keys().next()
+          if (oldest.done !== true) fresh.delete(oldest.value)
+        }
         lastKnown.set(id, { target: found.value, at: now })
         if (lastKnown.size > lastKnownCapacity) {
           const oldest = lastKnown.keys().next()
@@ -173,9 +194,11 @@ export class ProxyTargets extends Context.Service<
       const invalidate = (id: string) =>
         Effect.suspend(() => {
           lastKnown.delete(id)
+          fresh.delete(id)
           return Cache.invalidate(cache, id)
         })
       changes.onChange((id) => {
+        fresh.delete(id)
         // Eviction is synchronous bookkeeping; run it detached from the writer's fiber.
         Effect.runFork(invalidate(id))
       })
@@ -216,7 +239,19 @@ export class ProxyTargets extends Context.Service<
           return { ...target, credentials: renewed }
         })
 
-      return ProxyTargets.of({ get, invalidate, afterUnauthorized })
+      const peek = (actor: AuthenticatedActor, id: string): ProxyTarget | undefined => {
+        const entry = fresh.get(id)
+        if (entry === undefined) return undefined
+        if (Date.now() >= entry.until) {
+          fresh.delete(id)
+          return undefined
+        }
+        const target = entry.target
+        if (target.row.state !== "configured") return undefined
+        return ops.allowed(actor, Kinds.connections, "proxy", target.row.namespace, id) ? target : undefined
+      }
+
+      return ProxyTargets.of({ get, invalidate, afterUnauthorized, peek })
     })
   )
 }

@@ -10,9 +10,11 @@ import type { BadRequest } from "@svc/domain/Errors"
 import { labelHeader, parseLabelHeaders, upstreamUrlHeader } from "@svc/domain/Proxy"
 import { Effect } from "effect"
 import type { BodyCapture } from "../events/BodyCapture.ts"
-import type { Outbound, StreamedResponse } from "../outbound/Outbound.ts"
+import type { InjectedRequest } from "../outbound/CredentialInjection.ts"
+import type { ChunkObserver, Outbound, OutboundRequest, StreamedResponse } from "../outbound/Outbound.ts"
 import { logSafeTarget, OutboundError, outboundHttpError } from "../outbound/OutboundError.ts"
-import { badRequest, type CallerRequest, forwardable, type Route } from "./Route.ts"
+import { badRequest, type CallerRequest, type Captures, forwardable, type Route } from "./Route.ts"
+import type { SvcAnswer } from "./Stages.ts"
 
 /** What the raw handler hands over: the Node request and the response to write on. */
 export interface RawInput {
@@ -87,70 +89,98 @@ const unrelayable = (request: RawRequest) =>
     })
   )
 
+/**
+ * Writes the upstream's answer on the caller's response, plain: the head at once, the body piped
+ * as it arrives; `over` is called once the body is over (finished, or cut: then both sides are
+ * closed and the event records what happened). Answers the error to give instead when the head
+ * cannot be written (nothing was written, `over` is never called).
+ */
+export const relayRaw = (
+  request: RawRequest,
+  answer: StreamedResponse,
+  over: () => void
+): ReturnType<typeof unrelayable> | undefined => {
+  const { response } = request
+  try {
+    response.writeHead(answer.status, answer.headers as Record<string, string | Array<string>>)
+    // A streamed answer (no length: chunked, server-sent events) shows its head at once; one
+    // with a length goes out with its first bytes, headers and body in one write.
+    if (answer.headers["content-length"] === undefined) response.flushHeaders()
+  } catch {
+    answer.body.destroy()
+    return unrelayable(request)
+  }
+  // `pipe` rather than `stream.pipeline`: the latter allocates an AbortController and aborts it
+  // (a DOMException with a stack trace) on every finish, a measurable cost per request.
+  const body = answer.body
+  let done = false
+  const finish = (failed: boolean) => {
+    if (done) return
+    done = true
+    if (failed) {
+      // The caller went away or the upstream broke mid-body: the socket is closed, the event
+      // records what happened.
+      body.destroy()
+      if (!response.destroyed) response.destroy()
+    }
+    over()
+  }
+  body.once("error", () => finish(true))
+  response.once("close", () => finish(!response.writableFinished))
+  response.once("finish", () => finish(false))
+  body.pipe(response)
+  return undefined
+}
+
+/** The upstream request of a raw request with credentials in place; with `captures`, its body is recorded as it leaves. */
+export const rawOutbound = (
+  request: RawRequest,
+  injected: InjectedRequest,
+  captures: Captures | undefined
+): OutboundRequest => {
+  const body = request.hasBody
+    ? captures === undefined
+      ? request.incoming
+      : captured(request.incoming, captures.request)
+    : undefined
+  return {
+    method: request.method,
+    url: injected.url,
+    headers: injected.headers,
+    ...(body === undefined ? {} : { body }),
+    ...(request.contentLength === undefined ? {} : { contentLength: request.contentLength })
+  }
+}
+
+/** With `captures`, the observer recording the response body as it arrives. */
+export const responseObserver = (captures: Captures | undefined): ChunkObserver | undefined =>
+  captures === undefined ? undefined : (chunk) => captures.response.push(chunk)
+
+/** svc's own answer (a synthetic 429) on the caller's response. */
+export const answerRaw = (request: RawRequest, answer: SvcAnswer): void => {
+  request.response.writeHead(answer.status, answer.headers)
+  request.response.end(answer.body)
+}
+
+/** Reads a raw request (after the target resolved); a 400 when its `X-Svc-*` controls are not valid. */
+export const readRaw = (input: RawInput): RawRequest | BadRequest => read(input)
+
 /** The `_proxy_raw` route over `outbound`. */
 export const rawRoute = (outbound: Outbound["Service"]): Route<RawInput, RawRequest, StreamedResponse, void> => ({
   span: "DataPlane.proxyRaw",
   read,
-  send: (request, injected, options, captures) => {
-    const body = request.hasBody
-      ? captures === undefined
-        ? request.incoming
-        : captured(request.incoming, captures.request)
-      : undefined
-    return outbound.stream(
-      {
-        method: request.method,
-        url: injected.url,
-        headers: injected.headers,
-        ...(body === undefined ? {} : { body }),
-        ...(request.contentLength === undefined ? {} : { contentLength: request.contentLength })
-      },
-      options,
-      captures === undefined ? undefined : (chunk) => captures.response.push(chunk)
-    )
-  },
+  send: (request, injected, options, captures) =>
+    outbound.stream(rawOutbound(request, injected, captures), options, responseObserver(captures)),
   whenOver: (answer, over) => {
     void answer.done.then((outcome) => over(outcome.error))
   },
   discard: (answer) => {
     answer.body.destroy()
   },
-  relay: (request, answer) => {
-    const { response } = request
-    try {
-      response.writeHead(answer.status, answer.headers as Record<string, string | Array<string>>)
-      // A streamed answer (no length: chunked, server-sent events) shows its head at once; one
-      // with a length goes out with its first bytes, headers and body in one write.
-      if (answer.headers["content-length"] === undefined) response.flushHeaders()
-    } catch {
-      answer.body.destroy()
-      return Effect.fail(unrelayable(request))
-    }
-    // `pipe` rather than `stream.pipeline`: the latter allocates an AbortController and aborts it
-    // (a DOMException with a stack trace) on every finish, a measurable cost per request.
-    return Effect.callback<void>((resume) => {
-      const body = answer.body
-      let done = false
-      const finish = (failed: boolean) => {
-        if (done) return
-        done = true
-        if (failed) {
-          // The caller went away or the upstream broke mid-body: the socket is closed, the event
-          // records what happened.
-          body.destroy()
-          if (!response.destroyed) response.destroy()
-        }
-        resume(Effect.void)
-      }
-      body.once("error", () => finish(true))
-      response.once("close", () => finish(!response.writableFinished))
-      response.once("finish", () => finish(false))
-      body.pipe(response)
-    })
-  },
-  answer: (request, answer) =>
-    Effect.sync(() => {
-      request.response.writeHead(answer.status, answer.headers)
-      request.response.end(answer.body)
-    })
+  relay: (request, answer) =>
+    Effect.callback<void, ReturnType<typeof unrelayable>>((resume) => {
+      const failed = relayRaw(request, answer, () => resume(Effect.void))
+      if (failed !== undefined) resume(Effect.fail(failed))
+    }),
+  answer: (request, answer) => Effect.sync(() => answerRaw(request, answer))
 })

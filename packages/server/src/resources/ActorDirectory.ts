@@ -29,6 +29,8 @@ export class ActorDirectory extends Context.Service<
   {
     findByExternalId(externalId: string): Effect.Effect<Option.Option<ActorIdentity>, ServiceUnavailable>
     invalidate(externalId: string): Effect.Effect<void>
+    /** Calls `listener` (synchronously) with the external id of every actor invalidated in this process. */
+    onInvalidate(listener: (externalId: string) => void): void
   }
 >()("svc/server/ActorDirectory") {
   static readonly layerNoDeps = Layer.effect(
@@ -69,13 +71,18 @@ export class ActorDirectory extends Context.Service<
                 : Duration.zero
         }
       )
+      const listeners: Array<(externalId: string) => void> = []
       return ActorDirectory.of({
         findByExternalId: (externalId) => Cache.get(cache, externalId),
         invalidate: (externalId) =>
           Effect.suspend(() => {
             lastKnown.delete(externalId)
+            for (const listener of listeners) listener(externalId)
             return Cache.invalidate(cache, externalId)
-          })
+          }),
+        onInvalidate: (listener) => {
+          listeners.push(listener)
+        }
       })
     })
   )

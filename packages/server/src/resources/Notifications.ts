@@ -12,6 +12,7 @@ import {
   type Notification,
   type NotificationInput,
   type NotificationList,
+  reauthKey,
   severityRule
 } from "@svc/domain/Notification"
 import { isAllowed } from "@svc/domain/PermissionMatcher"
@@ -49,6 +50,8 @@ export class Notifications extends Context.Service<
     readonly raise: (connection: { readonly id: string }, notice: NotificationInput) => Effect.Effect<UpsertResult>
     /** Resolves the connection's active notice of `key`; false when there was none. */
     readonly clear: (connectionId: string, key: string) => Effect.Effect<boolean>
+    /** Whether the active re-authentication notice was raised by a version migration (spec 4.3 rule 4). */
+    readonly migrationReauthPending: (connectionId: string) => Effect.Effect<boolean>
   }
 >()("@svc/server/Notifications") {
   static readonly layerNoDeps: Layer.Layer<Notifications, never, NotificationRepo | ResourceOps> = Layer.effect(
@@ -160,7 +163,10 @@ export class Notifications extends Context.Service<
         return yield* Effect.orDie(repo.resolve(connectionId, key, yield* nowDate))
       })
 
-      return Notifications.of({ list, markViewed, markViewedBulk, raise, clear })
+      const migrationReauthPending = (connectionId: string) =>
+        Effect.orDie(repo.raisedByMigration(connectionId, reauthKey))
+
+      return Notifications.of({ list, markViewed, markViewedBulk, raise, clear, migrationReauthPending })
     })
   )
 }

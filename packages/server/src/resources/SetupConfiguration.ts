@@ -199,3 +199,65 @@ export const validateStepValues = Effect.fnUntraced(function* (
   if (details.length > 0) return yield* invalid(details)
   return part
 })
+
+/** A configuration after a version migration's hooks, checked against the target version (spec 4.3 rule 4). */
+export interface MigratedConfiguration {
+  /** The configuration with the defaults of `fillDefaults` keys applied. */
+  readonly configuration: Record<string, unknown>
+  /** The first configure step with a missing required property, or `null`. */
+  readonly setupStepId: string | null
+  /** The first preconnect step with a missing required property, or `null`. */
+  readonly preconnectStepId: string | null
+  /** Every other problem (undeclared keys, invalid values); empty when the configuration fits. */
+  readonly details: ReadonlyArray<ErrorDetail>
+}
+
+/**
+ * Checks a migrated configuration against `definition`: undeclared keys and invalid values are
+ * problems; missing required properties name their step (preconnect or configure); JSON Schema
+ * defaults are applied only to missing keys `fillDefaults` accepts (the target-only fields).
+ * Messages never echo a value.
+ */
+export const checkMigratedConfiguration = (
+  definition: Pick<ConnectorDefinition, "setup_flow">,
+  input: Readonly<Record<string, unknown>>,
+  fillDefaults: (key: string) => boolean,
+  root = "configuration"
+): MigratedConfiguration => {
+  const steps = compiledSteps(definition)
+  const details: Array<ErrorDetail> = []
+  const declared = new Set(steps.flatMap((step) => step.keys))
+  for (const key of Object.keys(input)) {
+    if (!declared.has(key))
+      details.push({ field: `${root}.${key}`, message: "no setup step of the target declares this key" })
+  }
+  const out: Record<string, unknown> = {}
+  let setupStepId: string | null = null
+  let preconnectStepId: string | null = null
+  for (const step of steps) {
+    const part: Record<string, unknown> = {}
+    for (const key of step.keys) if (key in input) part[key] = structuredClone(input[key])
+    step.validate(part)
+    // Ajv filled every missing key that has a default: keep only those the caller allows.
+    for (const key of step.keys) if (!(key in input) && key in part && !fillDefaults(key)) delete part[key]
+    for (const error of step.validate.errors ?? []) {
+      const at = `${root}${pointerPath(error.instancePath)}`
+      const missing = error.keyword === "required" ? stringParam(error, "missingProperty") : undefined
+      if (missing !== undefined && error.instancePath === "") {
+        if (step.phase === "configure") setupStepId ??= step.id
+        else preconnectStepId ??= step.id
+      } else if (missing !== undefined) {
+        details.push({ field: `${at}.${missing}`, message: "is required" })
+      } else {
+        const extra = error.keyword === "additionalProperties" ? stringParam(error, "additionalProperty") : undefined
+        details.push(
+          extra === undefined
+            ? { field: at, message: error.message ?? "is invalid" }
+            : { field: `${at}.${extra}`, message: "is not allowed" }
+        )
+      }
+    }
+    Object.assign(out, part)
+  }
+  return { configuration: out, setupStepId, preconnectStepId, details }
+}

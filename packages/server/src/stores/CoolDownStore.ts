@@ -1,4 +1,5 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
+import { Telemetry } from "../telemetry/Telemetry.ts"
 import { connectRedis, type RedisCounterStoreOptions, releaseRedis, StoreUnavailable } from "./CounterStore.ts"
 
 /** Options of {@link CoolDownStore.layerRedis}: the counter store's Redis settings. */
@@ -13,6 +14,20 @@ export const rateLimitHashTag = "{rl}"
 
 /** The Redis key of a connection's cool-down end, under the configured key prefix and the rate-limit hash tag. */
 export const coolDownKey = (connectionId: string): string => `cool-down:${rateLimitHashTag}:${connectionId}`
+
+type Operation = "coolDown.publish" | "coolDown.clear" | "coolDown.get"
+
+/** The exported span (spec 8.3 key-value store spans) and Redis command of each Redis operation. */
+const spanNames: Record<Operation, string> = {
+  "coolDown.publish": "counter_store.cool_down_publish",
+  "coolDown.clear": "counter_store.cool_down_clear",
+  "coolDown.get": "counter_store.cool_down_get"
+}
+const commands: Record<Operation, string> = {
+  "coolDown.publish": "SET",
+  "coolDown.clear": "DEL",
+  "coolDown.get": "GET"
+}
 
 /**
  * Published cool-down ends of connections (spec 2.9; ARCHITECTURE "The Connection entity"): the
@@ -70,27 +85,41 @@ export class CoolDownStore extends Context.Service<
           releaseRedis
         )
 
-        const attempt = <A>(operation: string, run: () => Promise<A>) =>
-          Effect.tryPromise({ try: run, catch: (cause) => new StoreUnavailable({ operation, cause }) })
+        // Telemetry (spec 8.3): a counter-store span per command with the key name, never a value; none when off.
+        const traced = (yield* Telemetry).tracing
+        const attempt = <A>(operation: Operation, key: string, run: () => Promise<A>) => {
+          const call = Effect.tryPromise({ try: run, catch: (cause) => new StoreUnavailable({ operation, cause }) })
+          return traced
+            ? Effect.withSpan(call, spanNames[operation], {
+                kind: "client",
+                attributes: {
+                  "db.system.name": "redis",
+                  "db.operation.name": commands[operation],
+                  "svc.counter_store.keys": key
+                }
+              })
+            : call
+        }
 
-        const clear = (connectionId: string) =>
-          Effect.asVoid(attempt("coolDown.clear", () => client.del(coolDownKey(connectionId))))
+        const clear = (connectionId: string) => {
+          const key = coolDownKey(connectionId)
+          return Effect.asVoid(attempt("coolDown.clear", key, () => client.del(key)))
+        }
 
         return CoolDownStore.of({
           publish: (connectionId, untilEpochMs) =>
             Effect.flatMap(Clock.currentTimeMillis, (now) => {
               const ttl = Math.ceil(untilEpochMs - now)
-              return ttl > 0
-                ? Effect.asVoid(
-                    attempt("coolDown.publish", () =>
-                      client.set(coolDownKey(connectionId), String(Math.ceil(untilEpochMs)), "PX", ttl)
-                    )
-                  )
-                : clear(connectionId)
+              if (ttl <= 0) return clear(connectionId)
+              const key = coolDownKey(connectionId)
+              return Effect.asVoid(
+                attempt("coolDown.publish", key, () => client.set(key, String(Math.ceil(untilEpochMs)), "PX", ttl))
+              )
             }),
           clear,
-          get: (connectionId) =>
-            attempt("coolDown.get", () => client.get(coolDownKey(connectionId))).pipe(
+          get: (connectionId) => {
+            const key = coolDownKey(connectionId)
+            return attempt("coolDown.get", key, () => client.get(key)).pipe(
               Effect.flatMap((value) => {
                 if (value === null) return Effect.succeedNone
                 const until = Number(value)
@@ -99,6 +128,7 @@ export class CoolDownStore extends Context.Service<
                   : Effect.die(new Error(`malformed cool-down entry for ${connectionId}`))
               })
             )
+          }
         })
       })
     )

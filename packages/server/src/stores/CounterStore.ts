@@ -40,6 +40,8 @@ const sweepEvery = 1024
 export class CounterStore extends Context.Service<
   CounterStore,
   {
+    /** Where the entries live: `redis` is the network store whose calls get spans (spec 8.3); absent, in process. */
+    readonly backend?: "memory" | "redis" | undefined
     /** Stores `value` under `key` for `ttlMillis` unless a live entry exists; true if it stored. */
     setIfAbsent(key: string, value: string, ttlMillis: number): Effect.Effect<boolean, StoreUnavailable>
     get(key: string): Effect.Effect<Option.Option<string>, StoreUnavailable>
@@ -71,6 +73,7 @@ export class CounterStore extends Context.Service<
     }
 
     return CounterStore.of({
+      backend: "memory",
       setIfAbsent: (key, value, ttlMillis) =>
         Effect.flatMap(normalizeTtl(ttlMillis), (ttl) =>
           Effect.map(Clock.currentTimeMillis, (now) => {
@@ -105,6 +108,7 @@ export class CounterStore extends Context.Service<
           Effect.tryPromise({ try: run, catch: (cause) => new StoreUnavailable({ operation, cause }) })
 
         return CounterStore.of({
+          backend: "redis",
           setIfAbsent: (key, value, ttlMillis) =>
             Effect.flatMap(normalizeTtl(ttlMillis), (ttl) =>
               attempt("setIfAbsent", () => client.set(key, value, "PX", ttl, "NX")).pipe(

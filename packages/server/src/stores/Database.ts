@@ -12,10 +12,13 @@ import type { ResolvedDatabase } from "../config/SvcConfig.ts"
 /** The client of the app-metrics database (request events, resource samples). */
 export class AppMetricsSql extends Context.Service<AppMetricsSql, SqlClient.SqlClient>()("svc/server/AppMetricsSql") {}
 
-/** A `SqlClient` layer for one configured database. */
+/**
+ * A `SqlClient` layer for one configured database. PGlite runs in a worker thread of its own, so
+ * its statements (the request-event inserts above all) never block the event loop (issue 16).
+ */
 export const clientLayer = (db: ResolvedDatabase): Layer.Layer<SqlClient.SqlClient, SqlError> =>
   db.provider === "pglite"
-    ? PgliteClient.layer({ dataDir: db.path })
+    ? PgliteClient.layerWorker({ dataDir: db.path })
     : PgClient.layer({ url: db.url, poolSize: db.maxConnections, ssl: db.ssl })
 
 /** Main `SqlClient` plus `AppMetricsSql` (sharing the main client when configured as `main`). */

@@ -102,6 +102,25 @@ for (const backend of backends) {
         assert.deepStrictEqual(yield* check(store, r), ["no 4s 0"])
       }))
 
+    test("sliding_window log with a large limit: entries leave as the window passes, in order", (store) =>
+      Effect.gen(function* () {
+        const r = rule("rl_big", slidingLog("1s", 300))
+        for (let i = 0; i < 300; i++) {
+          yield* at(i)
+          assert.deepStrictEqual(yield* check(store, r), [`ok ${299 - i}`])
+        }
+        yield* at(300)
+        // the blocking entry (t=0) leaves at t=1000
+        assert.deepStrictEqual(yield* check(store, r), ["no 1s 0"])
+        yield* at(1_000)
+        assert.deepStrictEqual(yield* check(store, r), ["ok 0"])
+        yield* at(1_150)
+        // t=1…150 left; t=151…299 and t=1000 remain
+        assert.deepStrictEqual(yield* check(store, r), [`ok ${300 - 149 - 1 - 1}`])
+        yield* at(2_500)
+        assert.deepStrictEqual(yield* check(store, r), ["ok 299"])
+      }))
+
     test("sliding_window counter: current + floor(previous × (window − elapsed) / window)", (store) =>
       Effect.gen(function* () {
         const r = rule("rl_c", slidingCounter("10s", 3))

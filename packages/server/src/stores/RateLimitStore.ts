@@ -16,6 +16,7 @@ import type { ClientContext, Redis, Result } from "ioredis"
 import { CoolDownStore, coolDownKey, rateLimitHashTag } from "./CoolDownStore.ts"
 import { connectRedis, type RedisCounterStoreOptions, releaseRedis, StoreUnavailable } from "./CounterStore.ts"
 import { rateLimitScript } from "./RateLimitScript.ts"
+import { Telemetry } from "../telemetry/Telemetry.ts"
 
 /** One matched rule of a request: its bucket (the caller joins the dimension values) and algorithm. */
 export interface RateLimitRuleCheck {
@@ -116,7 +117,7 @@ const decision = (
 type MemoryState =
   | { readonly kind: "fixed_window"; readonly index: number; readonly count: number }
   | { readonly kind: "sliding_counter"; readonly index: number; readonly current: number; readonly previous: number }
-  | { readonly kind: "sliding_log"; readonly entries: ReadonlyArray<number> }
+  | { readonly kind: "sliding_log"; readonly log: SlidingLog }
   | { readonly kind: "token_bucket"; readonly tokens: number; readonly at: number }
 
 type Entry = { readonly state: MemoryState; readonly expiresAt: number }
@@ -172,15 +173,19 @@ const evaluate = (
     }
     case "sliding_log": {
       const { limit, windowMs } = params
-      // entries leave the window once now − entry >= window
-      const entries = state?.kind === "sliding_log" ? state.entries.filter((at) => at > now - windowMs) : []
-      const count = entries.length
+      // entries leave the window once now − entry >= window (dropping them is right whatever
+      // this request's outcome, so it happens before the commit)
+      const log = state?.kind === "sliding_log" ? state.log : new SlidingLog()
+      const count = log.live(now, windowMs)
       const allowed = count < limit
       return {
         allowed,
-        retry: allowed ? 0 : retryAfterSeconds(slidingLogWaitMs(entries[count - limit]!, now, windowMs)),
+        retry: allowed ? 0 : retryAfterSeconds(slidingLogWaitMs(log.at(count - limit), now, windowMs)),
         commit: (consume) => {
-          if (consume) save({ kind: "sliding_log", entries: insertSorted(entries, now) }, windowMs)
+          if (consume) {
+            log.add(now)
+            save(state?.kind === "sliding_log" ? state : { kind: "sliding_log", log }, windowMs)
+          }
           return Math.max(0, limit - (consume ? count + 1 : count))
         }
       }
@@ -205,10 +210,40 @@ const evaluate = (
   }
 }
 
-const insertSorted = (entries: ReadonlyArray<number>, at: number): ReadonlyArray<number> => {
-  let i = entries.length
-  while (i > 0 && entries[i - 1]! > at) i--
-  return [...entries.slice(0, i), at, ...entries.slice(i)]
+/**
+ * A sliding log's counted times, ascending, in place: the live entries are `times[head…]`. Entries
+ * leave from the front as the window passes and arrive at the back, so a check costs O(1)
+ * amortised however large the limit (copying the window per request made a generous sliding-log
+ * rule cost O(limit) per request and as much garbage).
+ */
+class SlidingLog {
+  private times: Array<number> = []
+  private head = 0
+
+  /** Drops the entries that left the window (`now − entry >= windowMs`); answers how many remain. */
+  live(now: number, windowMs: number): number {
+    const times = this.times
+    while (this.head < times.length && times[this.head]! <= now - windowMs) this.head++
+    if (this.head > 64 && this.head * 2 > times.length) {
+      this.times = times.slice(this.head)
+      this.head = 0
+    }
+    return this.times.length - this.head
+  }
+
+  /** The `i`-th live entry, oldest first. */
+  at(i: number): number {
+    return this.times[this.head + i]!
+  }
+
+  /** Counts `at`, kept in order (a clock that stepped back inserts before later entries). */
+  add(at: number): void {
+    const times = this.times
+    let i = times.length
+    while (i > this.head && times[i - 1]! > at) i--
+    if (i === times.length) times.push(at)
+    else times.splice(i, 0, at)
+  }
 }
 
 const sweepEvery = 1024
@@ -286,7 +321,7 @@ export class RateLimitStore extends Context.Service<
           connectRedis({ connectionName: "svc-rate-limit-store", ...options }, context),
           releaseRedis
         )
-        return makeRedisRateLimitStore(client, options.clock ?? "redis")
+        return makeRedisRateLimitStore(client, options.clock ?? "redis", (yield* Telemetry).tracing)
       })
     )
 }
@@ -303,7 +338,11 @@ declare module "ioredis" {
  * defines the script on it; each `check` is one `EVALSHA` (ioredis sends `EVAL` the first time
  * on a connection and after a `NOSCRIPT`).
  */
-export const makeRedisRateLimitStore = (client: Redis, clock: "redis" | "effect"): RateLimitStore["Service"] => {
+export const makeRedisRateLimitStore = (
+  client: Redis,
+  clock: "redis" | "effect",
+  traced = false
+): RateLimitStore["Service"] => {
   client.defineCommand("svcRateLimitCheck", { lua: rateLimitScript })
   const clockArg = clock === "redis" ? Effect.succeed("") : Effect.map(Clock.currentTimeMillis, String)
 
@@ -317,10 +356,21 @@ export const makeRedisRateLimitStore = (client: Redis, clock: "redis" | "effect"
         keys.push(ruleStateKey(rule, params))
         args.push(rule.mode === "observe" ? "1" : "0", kindTag[params.kind], String(a), String(b))
       }
-      const reply = yield* Effect.tryPromise({
+      const call = Effect.tryPromise({
         try: () => client.svcRateLimitCheck(keys.length, ...keys, ...args),
         catch: (cause) => new StoreUnavailable({ operation: "rateLimit.check", cause })
       })
+      // Telemetry (spec 8.3): a counter-store span with the key names, never a value; none when off.
+      const reply = yield* traced
+        ? Effect.withSpan(call, "counter_store.rate_limit_check", {
+            kind: "client",
+            attributes: {
+              "db.system.name": "redis",
+              "db.operation.name": "EVALSHA",
+              "svc.counter_store.keys": keys.join(" ")
+            }
+          })
+        : call
       return yield* decode(request, reply)
     })
   })

@@ -31,6 +31,7 @@ import { TaskRepo } from "@svc/sql/TaskRepo"
 import { Cause, Clock, Duration, Effect, Layer, Option, Schema } from "effect"
 import { Activity } from "effect/workflow"
 import { ConnectionDisconnect } from "../connections/ConnectionDisconnect.ts"
+import { observeTask } from "./TaskTelemetry.ts"
 
 /** spec 4.5 rule 2: the parent keeps this much of the timeout when scheduling children. */
 export const parentReserveMs = 5_000
@@ -54,7 +55,9 @@ const finishTask = (taskId: string, outcome: DisconnectAllOutcome | { readonly f
   })
 
 const childWorkflow = DisconnectConnectionWorkflow.toLayer((payload) =>
-  payload.finishTask === true ? disconnectAsTask(payload) : disconnectOne(payload)
+  payload.finishTask === true
+    ? observeTask("disconnect", payload.taskId, disconnectAsTask(payload))
+    : disconnectOne(payload)
 )
 
 /** One connection's disconnect before the deadline (journaled: a resumed run does not repeat it). */
@@ -165,25 +168,31 @@ const asTask = <R>(taskId: string, body: Effect.Effect<DisconnectAllOutcome, nev
   })
 
 const disconnectAllWorkflow = DisconnectAllWorkflow.toLayer((payload) =>
-  payload.finishTask ? asTask(payload.taskId, disconnectAll(payload)) : disconnectAll(payload)
+  payload.finishTask
+    ? observeTask("disconnect_all", payload.taskId, asTask(payload.taskId, disconnectAll(payload)))
+    : disconnectAll(payload)
 )
 
 const archiveWorkflow = ArchiveWorkflow.toLayer((payload) =>
-  asTask(
+  observeTask(
+    "archive",
     payload.taskId,
-    Effect.gen(function* () {
-      const tasks = yield* TaskRepo
-      yield* Activity.make({
-        name: ArchivePrepareActivity,
-        execute: Effect.flatMap(nowDate, (now) => Effect.orDie(tasks.prepareArchive(payload.connectorId, now)))
+    asTask(
+      payload.taskId,
+      Effect.gen(function* () {
+        const tasks = yield* TaskRepo
+        yield* Activity.make({
+          name: ArchivePrepareActivity,
+          execute: Effect.flatMap(nowDate, (now) => Effect.orDie(tasks.prepareArchive(payload.connectorId, now)))
+        })
+        const outcome = yield* DisconnectAllWorkflow.execute({ ...payload, finishTask: false })
+        yield* Activity.make({
+          name: ArchiveFinalizeActivity,
+          execute: Effect.flatMap(nowDate, (now) => Effect.orDie(tasks.finalizeArchive(payload.connectorId, now)))
+        })
+        return outcome
       })
-      const outcome = yield* DisconnectAllWorkflow.execute({ ...payload, finishTask: false })
-      yield* Activity.make({
-        name: ArchiveFinalizeActivity,
-        execute: Effect.flatMap(nowDate, (now) => Effect.orDie(tasks.finalizeArchive(payload.connectorId, now)))
-      })
-      return outcome
-    })
+    )
   )
 )
 

@@ -1,0 +1,156 @@
+/**
+ * One svc proxy route under load, for profiling (docs/performance.md "Reproduce"): the bench
+ * upstream and svc on the embedded default (the same connector, connection and pinning as the
+ * proxy group of `npm run bench`), wrk (or the in-process generator) on the route for a warm-up
+ * and a measured window, then the svc process's CPU time per request (its `/proc` CPU time over
+ * the window divided by the requests the upstream served in it: the least noise-sensitive figure
+ * on a shared machine) and its RSS. With `--cpu-prof`, svc runs under `node --cpu-prof` and the
+ * profile of the whole run is summarised (self time per area and per function). With
+ * `--rss-requests N`, the RSS growth over N requests after warm-up is measured too.
+ *
+ *   node test/bench/profile.ts [--route raw|envelope] [--connections 64] [--seconds 10]
+ *                              [--warmup 3] [--rules 0|1|10] [--cpu-prof] [--rss-requests 100000]
+ *                              [--rss-rounds 1] [--production]   (PostgreSQL + Redis, api service alone)
+ *                              [--telemetry]   (embedded, telemetry on as in the bench's
+ *                              "telemetry on" row: sampling 1.0, every signal to a local gRPC collector)
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { installCleanup } from "./Children.ts"
+import { pin } from "./Cpu.ts"
+import { formatProfile, summarizeProfile } from "./CpuProfile.ts"
+import { runLoad } from "./Load.ts"
+import { cpuMs, rssMb } from "./ProcessUsage.ts"
+import { startProductionSvc } from "./Production.ts"
+import {
+  createBenchConnections,
+  envelopeRoute,
+  type ProxySvc,
+  proxyJsonRequest,
+  type RuleCount,
+  rawRoute,
+  startEmbeddedSvc,
+  startEmbeddedTelemetrySvc,
+  startUpstream,
+  upstreamCount
+} from "./Proxy.ts"
+import { measureRssGrowth, rssGrowthGoalMb } from "./RssGrowth.ts"
+import { tempDir } from "../support/SvcProcess.ts"
+import { runWrk, wrkVersion } from "./Wrk.ts"
+
+const args = process.argv.slice(2)
+const option = (name: string, fallback: string): string => {
+  const index = args.indexOf(`--${name}`)
+  return index === -1 ? fallback : (args[index + 1] ?? fallback)
+}
+const route = option("route", "raw")
+if (route !== "raw" && route !== "envelope") throw new Error(`--route raw|envelope, got ${route}`)
+const connections = Number(option("connections", "64"))
+const seconds = Number(option("seconds", "10"))
+const warmup = Number(option("warmup", "3"))
+const rules = Number(option("rules", "0")) as RuleCount
+const profiling = args.includes("--cpu-prof")
+const rssRequests = Number(option("rss-requests", "0"))
+
+const stopCleanup = installCleanup((seconds + warmup + 600) * 1000)
+const profileDir = profiling ? await tempDir("svc-profile-") : undefined
+const upstream = await startUpstream("generator")
+const production = args.includes("--production")
+const svc: ProxySvc = production
+  ? await (async () => {
+      // PostgreSQL + a private Redis, `svc serve --service api` alone (the bench's pg+redis rows)
+      const started = await startProductionSvc({
+        upstreamOrigin: upstream.origin,
+        forwarded: () => upstreamCount(upstream.origin),
+        setup: createBenchConnections,
+        // `--env NAME=value,…`: added to the svc process's environment (e.g. MALLOC_ARENA_MAX=2)
+        env: {
+          ...Object.fromEntries(
+            option("env", "")
+              .split(",")
+              .filter((pair) => pair.includes("="))
+              .map((pair) => [pair.slice(0, pair.indexOf("=")), pair.slice(pair.indexOf("=") + 1)])
+          ),
+          ...(profileDir === undefined ? {} : { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` })
+        }
+      })
+      return { ...started, connections: started.created, upstreamOrigin: upstream.origin }
+    })()
+  : await (args.includes("--telemetry") ? startEmbeddedTelemetrySvc : startEmbeddedSvc)(
+      upstream.origin,
+      profileDir === undefined ? {} : { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` }
+    )
+pin(svc.pid, "servers")
+try {
+  const shape = (route === "raw" ? rawRoute : envelopeRoute)(svc, svc.connections[rules])(proxyJsonRequest)
+  const url = `${svc.origin}${shape.path}`
+  const load = {
+    url,
+    connections,
+    durationMs: seconds * 1000,
+    warmupMs: 0,
+    method: shape.method as "GET" | "POST",
+    headers: shape.headers,
+    ...(shape.body === undefined ? {} : { body: shape.body })
+  }
+  const generator = wrkVersion() === undefined ? runLoad : runWrk
+  await generator({ ...load, durationMs: warmup * 1000 })
+  const pid = svc.pid as number
+  const cpuBefore = cpuMs(pid) as number
+  const servedBefore = await upstreamCount(upstream.origin)
+  const result = await generator(load)
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  const cpuAfter = cpuMs(pid) as number
+  const served = (await upstreamCount(upstream.origin)) - servedBefore
+  console.log(
+    `${route} c=${connections} rules=${rules}: ${result.rps.toFixed(0)} req/s, p50 ${result.p50Ms.toFixed(2)} ms, ` +
+      `p99 ${result.p99Ms.toFixed(2)} ms, errors ${result.errors}; ` +
+      `svc ${((cpuAfter - cpuBefore) / served).toFixed(3)} ms CPU/request over ${served} requests, ` +
+      `RSS ${rssMb(pid)?.toFixed(0)} MB`
+  )
+  if (rssRequests > 0) {
+    // `--rss-rounds N`: N windows one after the other (the first after the warm-up), to tell a
+    // heap still growing to its working size (shrinking growth) from a leak (steady growth).
+    const rounds = Number(option("rss-rounds", "1"))
+    for (let round = 0; round < rounds; round++) {
+      const growth = await measureRssGrowth({
+        pid,
+        url,
+        method: load.method,
+        headers: load.headers,
+        body: load.body,
+        warmupRequests: round === 0 ? 20_000 : 0,
+        requests: rssRequests,
+        connections
+      })
+      if (growth !== undefined)
+        console.log(
+          `RSS over ${growth.requests} requests${round === 0 ? " after warm-up" : ` (window ${round + 1})`}: ` +
+            `${growth.rssAfterWarmupMb.toFixed(0)} -> ${growth.rssAfterMb.toFixed(0)} MB ` +
+            `(${growth.growthMb >= 0 ? "+" : ""}${growth.growthMb.toFixed(1)} MB, goal <= ${rssGrowthGoalMb}), ` +
+            `${growth.errors} errors, ${growth.seconds.toFixed(1)} s`
+        )
+    }
+  }
+} finally {
+  await svc.stop()
+  await upstream.stop()
+}
+if (profileDir !== undefined) {
+  // One profile per thread: CPU.<date>.<pid>.<thread id>.<seq>.cpuprofile, the main thread's id 0
+  // (the embedded PGlite runs in a worker thread of its own).
+  const files = fs
+    .readdirSync(profileDir)
+    .filter((name) => name.endsWith(".cpuprofile"))
+    .sort()
+  if (files.length === 0) console.log("no profile written")
+  for (const file of files) {
+    const thread = file.split(".")[4] ?? "?"
+    const kept = path.join("/tmp", `svc-${route}-${Date.now()}-thread${thread}.cpuprofile`)
+    fs.copyFileSync(path.join(profileDir, file), kept)
+    console.log(`profile of thread ${thread}${thread === "0" ? " (main)" : ""}: ${kept}`)
+    console.log(formatProfile(summarizeProfile(kept), Number(option("top", "30"))))
+  }
+}
+stopCleanup()
+process.exit(0)
