@@ -63,9 +63,22 @@ const startHostApp = (port: number, externalId: string): Promise<ChildProcess> =
 
 const connectFrame = (page: Page): FrameLocator => page.frameLocator("iframe#svc-connect")
 
+/** Settles when `page` is closed, including when it already was; fails after `timeoutMs`. */
+const whenClosed = (page: Page, timeoutMs: number): Promise<void> =>
+  page.isClosed()
+    ? Promise.resolve()
+    : page.waitForEvent("close", { timeout: timeoutMs }).then(
+        () => undefined,
+        (error: unknown) => {
+          if (!page.isClosed()) throw error
+        }
+      )
+
 /** Walks the provider's login and consent pages in `popup` until it closes itself. */
 const signInAtProvider = async (popup: Page, shotName?: string) => {
-  const closed = popup.waitForEvent("close", { timeout: 30_000 })
+  // With a provider session and a grant left by an earlier test, the popup can run its whole
+  // redirect chain and close itself before this function is even called.
+  const closed = whenClosed(popup, 30_000)
   for (let forms = 0; forms < 4 && !popup.isClosed(); forms++) {
     const submit = popup.locator('button[type="submit"], button.login-submit').first()
     const outcome = await Promise.race([
@@ -92,7 +105,7 @@ const signInAtProvider = async (popup: Page, shotName?: string) => {
  * returns, which is the click succeeding, not failing.
  */
 const clickToClose = async (target: Page, name: string) => {
-  const closed = target.waitForEvent("close")
+  const closed = whenClosed(target, 30_000)
   await target
     .getByRole("button", { name })
     .click()
