@@ -94,6 +94,20 @@ for (const [backend, db] of TestDatabase.backends) {
       })
     )
 
+    it.effect("stores text that JSON escapes (quotes, backslashes, newlines, non-ASCII) unchanged", () =>
+      Effect.gen(function* () {
+        const repo = yield* RequestEventRepo
+        const written = event("req_escapes", 8, {
+          path: '/v1/search/"a\\b"/\u00e9t\u00e9/\u{1F600}/{"json":true}',
+          host: "api.\u00fcber.example",
+          labels: { note: 'line one\nline "two"\t\\ \u2603' },
+          duration_ms: 0.000123
+        })
+        assert.strictEqual(yield* repo.insertBatch([written]), 1)
+        assert.deepStrictEqual(yield* repo.get("req_escapes"), Option.some(written))
+      })
+    )
+
     it.effect("insertBatch is idempotent and splits large batches into several INSERTs", () =>
       Effect.gen(function* () {
         const repo = yield* RequestEventRepo
