@@ -136,6 +136,35 @@ layer(Db, { timeout: "60 seconds", excludeTestServices: true })("RequestEventSin
     )
   )
 
+  it.effect("a pass writes full batches; a remainder waits for the next pass, and closing writes it", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const dir = yield* tempDir
+        const control: Control = { down: false, batches: [] }
+        const during = yield* withSink(control, dir, { ...fast, flushInterval: "1 hour", batchSize: 10 }, (sink) =>
+          Effect.gen(function* () {
+            // 25 queued wake the writer (10 or more): two full batches, the 5 left wait.
+            for (const e of events("req_full", 25)) sink.record(e)
+            yield* eventually("20 written", () => sink.stats().written === 20)
+            yield* Effect.sleep("50 millis")
+            const afterFirstPass = sink.stats()
+            // 5 more make a full batch again, written at once.
+            for (const e of events("req_more", 5)) sink.record(e)
+            yield* eventually("30 written", () => sink.stats().written === 30)
+            // 3 more stay below a batch: the closing flush writes them.
+            for (const e of events("req_tail", 3)) sink.record(e)
+            return { afterFirstPass, batches: [...control.batches] }
+          })
+        )
+        assert.strictEqual(during.afterFirstPass.written, 20)
+        assert.strictEqual(during.afterFirstPass.pending, 5)
+        assert.deepStrictEqual(during.batches, [10, 10, 10])
+        assert.deepStrictEqual(control.batches, [10, 10, 10, 3])
+        assert.strictEqual((yield* stored("req_full")) + (yield* stored("req_more")) + (yield* stored("req_tail")), 33)
+      })
+    )
+  )
+
   it.effect("a database outage keeps the events queued and retries until they are written", () =>
     Effect.scoped(
       Effect.gen(function* () {

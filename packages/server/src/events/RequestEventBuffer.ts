@@ -210,23 +210,31 @@ const make = (
             )
           })
 
-    /** Writes queued events batch by batch; false (the rest queued again) when the database is down. */
-    const drainQueue = Effect.gen(function* () {
-      while (queue.length > 0) {
-        const batch = queue.splice(0, batchSize)
-        inFlight = batch.length
-        const settled = yield* store(batch).pipe(
-          Effect.onInterrupt(() => Effect.sync(() => queue.unshift(...batch))),
-          Effect.ensuring(Effect.sync(() => (inFlight = 0)))
-        )
-        journal.settle(settled)
-        if (settled < batch.length) {
-          queue.unshift(...batch.slice(settled))
-          return false
+    /**
+     * Writes queued events batch by batch; false (the rest queued again) when the database is down.
+     * Unless `all`, a partial batch is written only first: events that arrived while full batches
+     * were being written wait for the next pass (at most one interval), so under load every
+     * statement carries a full batch instead of a full one and a small remainder, alternately.
+     */
+    const drainQueue = (all: boolean) =>
+      Effect.gen(function* () {
+        let first = true
+        while (queue.length > 0 && (all || first || queue.length >= batchSize)) {
+          first = false
+          const batch = queue.splice(0, batchSize)
+          inFlight = batch.length
+          const settled = yield* store(batch).pipe(
+            Effect.onInterrupt(() => Effect.sync(() => queue.unshift(...batch))),
+            Effect.ensuring(Effect.sync(() => (inFlight = 0)))
+          )
+          journal.settle(settled)
+          if (settled < batch.length) {
+            queue.unshift(...batch.slice(settled))
+            return false
+          }
         }
-      }
-      return true
-    })
+        return true
+      })
 
     /** Replays spool files oldest first, removing each once stored; false when the database is down. */
     const replay = Effect.gen(function* () {
@@ -305,11 +313,12 @@ const make = (
       failures = 0
     })
 
-    const attempt = Effect.gen(function* () {
-      const ok = (yield* replay) && (yield* drainQueue)
-      yield* ok ? succeeded : failed
-      return ok
-    })
+    const attempt = (all: boolean) =>
+      Effect.gen(function* () {
+        const ok = (yield* replay) && (yield* drainQueue(all))
+        yield* ok ? succeeded : failed
+        return ok
+      })
 
     /**
      * One pass of the writer: write when due (at once, or at the retry time during an outage).
@@ -321,7 +330,7 @@ const make = (
         yield* journal.rotate
         const now = yield* Clock.currentTimeMillis
         if ((failures === 0 || now >= retryAt) && (queue.length > 0 || spoolWaiting)) {
-          const ok = yield* attempt
+          const ok = yield* attempt(false)
           if (!ok && (queue.length >= maxPending || now - downSince >= spillAfter)) yield* spill
         } else if (queue.length >= maxPending) {
           yield* spill
@@ -332,7 +341,7 @@ const make = (
     const flush = lock.withPermits(1)(
       Effect.gen(function* () {
         yield* journal.rotate
-        if (!(yield* attempt)) yield* spill
+        if (!(yield* attempt(true))) yield* spill
       })
     )
 
