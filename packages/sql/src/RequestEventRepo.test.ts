@@ -108,6 +108,20 @@ for (const [backend, db] of TestDatabase.backends) {
       })
     )
 
+    it.effect("insertJson stores events given as JSON texts; a finer timestamp is kept to the millisecond", () =>
+      Effect.gen(function* () {
+        const repo = yield* RequestEventRepo
+        const written = event("req_json", 9, { labels: { env: "prod" } })
+        const fine = { ...event("req_micro", 9), timestamp: "2025-01-01T00:00:09.123456Z" }
+        assert.strictEqual(yield* repo.insertJson([JSON.stringify(written), JSON.stringify(fine)]), 2)
+        assert.deepStrictEqual(yield* repo.get("req_json"), Option.some(written))
+        assert.deepStrictEqual(
+          Option.map(yield* repo.get("req_micro"), (stored) => stored.timestamp),
+          Option.some("2025-01-01T00:00:09.123Z")
+        )
+      })
+    )
+
     it.effect("insertBatch is idempotent and splits large batches into several INSERTs", () =>
       Effect.gen(function* () {
         const repo = yield* RequestEventRepo

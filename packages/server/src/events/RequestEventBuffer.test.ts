@@ -29,10 +29,10 @@ const switchable = (control: Control) =>
     Effect.map(RequestEventRepo.make, (real) =>
       RequestEventRepo.of({
         ...real,
-        insertBatch: (events) =>
+        insertJson: (lines) =>
           Effect.suspend(() => {
-            control.batches.push(events.length)
-            return control.down ? Effect.fail(unreachable) : real.insertBatch(events)
+            control.batches.push(lines.length)
+            return control.down ? Effect.fail(unreachable) : real.insertJson(lines)
           }),
         ping: Effect.suspend(() => (control.down ? Effect.fail(unreachable) : real.ping))
       })

@@ -128,7 +128,9 @@ const make = (
     const retryMax = Duration.toMillis(options.retryMax ?? "30 seconds")
     const context = yield* Effect.context<never>()
 
-    let queue: Array<RequestEvent> = []
+    // Queued events as their JSON texts: the journal line, the spool line and the INSERT's JSON are
+    // the same text, made once; a flat string also costs the GC less than the event's objects.
+    let queue: Array<string> = []
     let inFlight = 0
     let written = 0
     let dropped = 0
@@ -156,15 +158,16 @@ const make = (
         else drop(1)
         return
       }
-      queue.push(event)
-      journal.append(event)
+      const line = JSON.stringify(event)
+      queue.push(line)
+      journal.append(line)
       if ((failures === 0 && queue.length >= batchSize) || queue.length >= maxPending) wake.openUnsafe()
     }
 
     const reachable = Effect.map(Effect.exit(repo.ping), Exit.isSuccess)
 
-    const insert = (events: ReadonlyArray<RequestEvent>) =>
-      Effect.tap(Effect.exit(repo.insertBatch(events)), (exit) =>
+    const insert = (lines: ReadonlyArray<string>) =>
+      Effect.tap(Effect.exit(repo.insertJson(lines)), (exit) =>
         Exit.isSuccess(exit)
           ? Effect.sync(() => {
               written += exit.value
@@ -179,14 +182,14 @@ const make = (
      * Writes `batch`; returns how many of its leading events are settled (stored, or refused by a
      * database that answers), so the rest can be queued again when the database is unreachable.
      */
-    const store = (batch: ReadonlyArray<RequestEvent>): Effect.Effect<number> =>
+    const store = (batch: ReadonlyArray<string>): Effect.Effect<number> =>
       Effect.gen(function* () {
         if (Exit.isSuccess(yield* insert(batch))) return batch.length
         if (!(yield* reachable)) return 0
         // The database answers but refused the batch: keep what it accepts, set aside the rest.
-        const refused: Array<RequestEvent> = []
+        const refused: Array<string> = []
         for (let i = 0; i < batch.length; i++) {
-          const event = batch[i] as RequestEvent
+          const event = batch[i] as string
           if (Exit.isSuccess(yield* insert([event]))) continue
           if (!(yield* reachable)) {
             yield* setAside(refused)
@@ -198,7 +201,7 @@ const make = (
         return batch.length
       })
 
-    const setAside = (refused: ReadonlyArray<RequestEvent>) =>
+    const setAside = (refused: ReadonlyArray<string>) =>
       refused.length === 0
         ? Effect.void
         : Effect.gen(function* () {
@@ -253,7 +256,7 @@ const make = (
         }
         const { events, unreadable } = read.value
         for (let from = 0; from < events.length; from += batchSize) {
-          const chunk = events.slice(from, from + batchSize)
+          const chunk = events.slice(from, from + batchSize).map((event) => JSON.stringify(event))
           if ((yield* store(chunk)) < chunk.length) return false
         }
         if (unreadable > 0) {

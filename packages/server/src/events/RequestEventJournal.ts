@@ -5,7 +5,6 @@
  * the buffer's queue (stored or spooled, FIFO). A process that is killed loses none of the events
  * it recorded: the next process adopts its segments (`RequestEventSpool.adoptJournals`).
  */
-import type { RequestEvent } from "@svc/domain/RequestEvent"
 import { Effect } from "effect"
 import type { JournalSegment, makeSpool } from "./RequestEventSpool.ts"
 
@@ -48,11 +47,14 @@ export const makeJournal = (spool: ReturnType<typeof makeSpool>, spoolDir: strin
       return Effect.logWarning(`request events: cannot open a journal in ${spoolDir}; ${lostWhenKilled}`)
     }),
 
-    /** Appends one recorded event to the open segment; a failed write seals it and is warned of at the next pass. */
-    append: (event: RequestEvent): void => {
+    /**
+     * Appends one recorded event (its JSON text) to the open segment; a failed write seals it and
+     * is warned of at the next pass.
+     */
+    append: (line: string): void => {
       recorded++
       if (segment === undefined) return
-      if (spool.journal(segment, event)) segmentEvents++
+      if (spool.journal(segment, line)) segmentEvents++
       else {
         seal()
         broken = true

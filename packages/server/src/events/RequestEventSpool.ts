@@ -36,6 +36,9 @@ const decodeLine = Schema.decodeUnknownOption(Schema.fromJsonString(RequestEvent
 
 const toLines = (events: ReadonlyArray<RequestEvent>): string => events.map((e) => `${JSON.stringify(e)}\n`).join("")
 
+/** The text of a spool file holding `lines` (each the JSON text of one event). */
+const joinLines = (lines: ReadonlyArray<string>): string => (lines.length === 0 ? "" : `${lines.join("\n")}\n`)
+
 const isMissing = (error: SpoolError) => error.code === "ENOENT"
 
 /** An open journal segment: its file name and descriptor. */
@@ -69,10 +72,10 @@ export const makeSpool = (dir: string) => {
   const stamp = () => `${String(Date.now()).padStart(15, "0")}-${process.pid}`
   const fileName = (kind: "spool" | "rejected") => `${kind}-${stamp()}-${String(++sequence).padStart(6, "0")}.jsonl`
 
-  const write = async (file: string, events: ReadonlyArray<RequestEvent>) => {
+  const write = async (file: string, lines: ReadonlyArray<string>) => {
     const handle = await fsp.open(path.join(dir, file), "a", 0o600)
     try {
-      await handle.writeFile(toLines(events))
+      await handle.writeFile(joinLines(lines))
       await handle.sync()
     } finally {
       await handle.close()
@@ -88,8 +91,8 @@ export const makeSpool = (dir: string) => {
       Effect.catchIf(isMissing, () => Effect.succeed<Array<string>>([])),
       Effect.map((names) => names.filter((name) => name.startsWith("spool-") && name.endsWith(".jsonl")).sort())
     ),
-    /** Writes `events` to a new spool file and syncs it to disk. */
-    append: (events: ReadonlyArray<RequestEvent>) => attempt("append", () => write(fileName("spool"), events)),
+    /** Writes events (their JSON texts) to a new spool file and syncs it to disk. */
+    append: (lines: ReadonlyArray<string>) => attempt("append", () => write(fileName("spool"), lines)),
     /** The same, blocking: for the rare event recorded after shutdown, outside any fiber. */
     appendSync: (events: ReadonlyArray<RequestEvent>): boolean => {
       try {
@@ -106,8 +109,8 @@ export const makeSpool = (dir: string) => {
         return false
       }
     },
-    /** Keeps events the database refused; these files are never replayed. */
-    reject: (events: ReadonlyArray<RequestEvent>) => attempt("append", () => write(fileName("rejected"), events)),
+    /** Keeps events (their JSON texts) the database refused; these files are never replayed. */
+    reject: (lines: ReadonlyArray<string>) => attempt("append", () => write(fileName("rejected"), lines)),
     /** The events of a spool file; a file removed meanwhile (another process replayed it) is empty. */
     read: (file: string): Effect.Effect<SpoolContents, SpoolError> =>
       attempt("read", () => fsp.readFile(path.join(dir, file), "utf8")).pipe(
@@ -136,12 +139,12 @@ export const makeSpool = (dir: string) => {
       }
     },
     /**
-     * Appends one event to a segment: one `write`, no `fsync` — it survives the process being
+     * Appends one event (its JSON text) to a segment: one `write`, no `fsync` — it survives the process being
      * killed, not the machine losing power. False when the write failed.
      */
-    journal: (segment: JournalSegment, event: RequestEvent): boolean => {
+    journal: (segment: JournalSegment, line: string): boolean => {
       try {
-        fs.writeSync(segment.fd, `${JSON.stringify(event)}\n`)
+        fs.writeSync(segment.fd, `${line}\n`)
         return true
       } catch {
         return false
