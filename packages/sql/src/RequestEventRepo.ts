@@ -105,14 +105,19 @@ const rollupKey = "minute, namespace, type, method, response_status_code, respon
  */
 export const rollupUpsertSql = (source: string): string => `
   INSERT INTO request_event_rollups (${rollupKey}, count, errors, duration_sum, duration_max, ${bucketColumns.join(", ")})
-  SELECT to_timestamp(floor(date_part('epoch', timestamp) / 60) * 60), namespace, type, method,
-    coalesce(response_status_code, 0), coalesce(response_source, ''), coalesce(connector_id, ''),
-    count(*), count(*) FILTER (WHERE response_status_code IS NULL OR response_status_code >= 500),
-    sum(duration_ms), max(duration_ms),
-    ${bucketColumns.map((_, k) => `count(*) FILTER (WHERE b = ${k})`).join(", ")}
-  FROM (SELECT *, CASE WHEN duration_ms < 1 THEN 0
-          ELSE least(${durationBuckets - 1}, 1 + CAST(floor(8 * log(CAST(duration_ms AS float8))) AS integer)) END AS b
-        FROM ${source}) AS s
+  SELECT minute, namespace, type, method, status, source, connector, sum(n), sum(e), sum(s), max(m),
+    ${bucketColumns.map((_, k) => `coalesce(sum(n) FILTER (WHERE b = ${k}), 0)`).join(", ")}
+  FROM (
+    -- per key and duration bucket first: the bucket columns are then filled per group, not per event
+    SELECT to_timestamp(floor(date_part('epoch', timestamp) / 60) * 60) AS minute, namespace, type, method,
+      coalesce(response_status_code, 0) AS status, coalesce(response_source, '') AS source,
+      coalesce(connector_id, '') AS connector,
+      CASE WHEN duration_ms < 1 THEN 0
+        ELSE least(${durationBuckets - 1}, 1 + CAST(floor(8 * log(CAST(duration_ms AS float8))) AS integer)) END AS b,
+      count(*) AS n, count(*) FILTER (WHERE response_status_code IS NULL OR response_status_code >= 500) AS e,
+      sum(duration_ms) AS s, max(duration_ms) AS m
+    FROM ${source}
+    GROUP BY 1, 2, 3, 4, 5, 6, 7, 8) AS g
   GROUP BY 1, 2, 3, 4, 5, 6, 7 ORDER BY 1, 2, 3, 4, 5, 6, 7
   ON CONFLICT (${rollupKey}) DO UPDATE SET
     count = request_event_rollups.count + EXCLUDED.count,
@@ -121,8 +126,8 @@ export const rollupUpsertSql = (source: string): string => `
     duration_max = greatest(request_event_rollups.duration_max, EXCLUDED.duration_max),
     ${bucketColumns.map((h) => `${h} = request_event_rollups.${h} + EXCLUDED.${h}`).join(", ")}`
 
-/** Rows per INSERT: bounds one statement's JSON text (about 0.5 MB at 1000 rows). */
-export const insertChunkSize = 1000
+/** Rows per INSERT: bounds one statement's JSON text (about 1 MB at 2000 rows, the embedded default's batch). */
+export const insertChunkSize = 2000
 
 const StoredEvent = Schema.Struct({ ...RequestEvent.fields, timestamp: Schema.Date })
 const decodeRows = Schema.decodeUnknownEffect(Schema.Array(StoredEvent))
