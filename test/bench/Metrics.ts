@@ -17,12 +17,8 @@ import type { AccessFilter } from "@svc/domain/AccessFilter"
 import * as Migrations from "@svc/sql/Migrations"
 import * as PgClient from "@svc/sql/PgClient"
 import * as PgliteClient from "@svc/sql/PgliteClient"
-import {
-  exactP95MaxEvents,
-  type RequestEventAggregation,
-  RequestEventRepo,
-  rollupUpsertSql
-} from "@svc/sql/RequestEventRepo"
+import { type RequestEventAggregation, RequestEventRepo } from "@svc/sql/RequestEventRepo"
+import { exactP95MaxEvents, rollupUpsertSql } from "@svc/sql/RequestEventRollupSql"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import * as fs from "node:fs/promises"

@@ -2,30 +2,8 @@ import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Migrations from "./Migrations.ts"
+import { requestEventColumns } from "./RequestEventRepo.ts"
 import * as TestDatabase from "./TestDatabase.ts"
-
-const requestEventColumns = [
-  "id",
-  "timestamp",
-  "namespace",
-  "type",
-  "method",
-  "host",
-  "path",
-  "response_status_code",
-  "response_source",
-  "connector_id",
-  "connector_version",
-  "connection_id",
-  "actor_id",
-  "duration_ms",
-  "labels",
-  "rate_limit_id",
-  "rate_limit_mode",
-  "rate_limit_bucket",
-  "rate_limit_matched",
-  "full_request_recorded"
-]
 
 for (const [backend, db] of TestDatabase.backends) {
   layer(db, { timeout: "60 seconds" })(`Migrations (${backend})`, (it) => {

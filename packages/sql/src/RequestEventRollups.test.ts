@@ -14,15 +14,8 @@ import * as Migrations from "./Migrations.ts"
 import metrics0001 from "./migrations/metrics/0001_request_events.ts"
 import metrics0002 from "./migrations/metrics/0002_request_event_indexes.ts"
 import metrics0003 from "./migrations/metrics/0003_resource_snapshots.ts"
-import {
-  bucketLowerMs,
-  bucketUpperMs,
-  durationBuckets,
-  type GroupableColumn,
-  histogramP95,
-  type RequestEventAggregation,
-  RequestEventRepo
-} from "./RequestEventRepo.ts"
+import { type GroupableColumn, type RequestEventAggregation, RequestEventRepo } from "./RequestEventRepo.ts"
+import { bucketLowerMs, bucketUpperMs, durationBuckets, histogramP95 } from "./RequestEventRollupSql.ts"
 import { RetentionRepo } from "./RetentionRepo.ts"
 import * as TestDatabase from "./TestDatabase.ts"
 import { sampleRequestEvent } from "./TestRows.ts"
