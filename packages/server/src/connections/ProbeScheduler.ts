@@ -4,14 +4,13 @@
  * `unhealthy`, `recovery_threshold` successes in a row clear it, and the connection is healthy
  * again once none of its probes is failing.
  */
-import { parseDuration } from "@svc/domain/Duration"
 import { ProbeStateRepo } from "@svc/sql/ProbeStateRepo"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { SvcConfig } from "../config/SvcConfig.ts"
 import { ConnectorDefinitions } from "../resources/ConnectorDefinitions.ts"
 import * as Kinds from "../resources/ResourceKinds.ts"
 import { ResourceOps } from "../resources/ResourceOps.ts"
-import { Probes } from "./Probes.ts"
+import { periodicRun, Probes } from "./Probes.ts"
 
 /** Schedules are re-synchronised with connections and definitions at most this often. */
 const syncEveryMs = 5_000
@@ -51,20 +50,7 @@ export class ProbeScheduler extends Context.Service<ProbeScheduler, { readonly t
             yield* Effect.logDebug(`probe ${probe.id} of connection ${row.id} held back: ${result.error}`)
             return
           }
-          const checkedAt = Date.parse(result.checkedAt)
-          const change = yield* Effect.orDie(
-            repo.record({
-              connectionId: row.id,
-              probeId: probe.id,
-              outcome: result.outcome,
-              statusCode: result.statusCode,
-              error: result.error,
-              checkedAt: new Date(checkedAt),
-              nextRunAt: new Date(checkedAt + (parseDuration(probe.period) ?? 60_000)),
-              failureThreshold: probe.failure_threshold,
-              recoveryThreshold: probe.recovery_threshold
-            })
-          )
+          const change = yield* Effect.orDie(repo.record(periodicRun(row.id, probe, result)))
           if (change !== undefined) {
             yield* Effect.logInfo(`connection ${change.connectionId} is now ${change.healthState} (probe ${probe.id})`)
           }

@@ -24,6 +24,7 @@ import {
   type ResponseSource
 } from "@svc/domain/RequestEvent"
 import { makeId } from "@svc/domain/Ids"
+import type { ProbeRun as StoredProbeRun } from "@svc/sql/ProbeStateRepo"
 import type { ConnectionRow } from "@svc/sql/Rows"
 import { Clock, Context, DateTime, Effect, Layer } from "effect"
 import { RequestEventSink } from "../events/RequestEventBuffer.ts"
@@ -41,6 +42,22 @@ import { TokenRefresher } from "./TokenRefresher.ts"
 
 /** One probe of a definition. */
 export type ProbeDefinition = NonNullable<ConnectorDefinition["probes"]>[number]
+
+/** The stored run of periodic `probe` on `connectionId`: its result, and when it is due again. */
+export const periodicRun = (connectionId: string, probe: ProbeDefinition, result: ProbeResult): StoredProbeRun => {
+  const checkedAt = Date.parse(result.checkedAt)
+  return {
+    connectionId,
+    probeId: probe.id,
+    outcome: result.outcome,
+    statusCode: result.statusCode,
+    error: result.error,
+    checkedAt: new Date(checkedAt),
+    nextRunAt: new Date(checkedAt + (parseDuration(probe.period ?? "") ?? 60_000)),
+    failureThreshold: probe.failure_threshold,
+    recoveryThreshold: probe.recovery_threshold
+  }
+}
 
 /** A configuration value as placeholder text, or undefined when it is not a scalar. */
 const scalar = (value: unknown): string | undefined =>

@@ -16,7 +16,6 @@
 import { ConnectionEntity } from "@svc/cluster/ConnectionEntity"
 import type { MigrationOutcome } from "@svc/cluster/MigrationWorkflow"
 import type { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
-import { parseDuration } from "@svc/domain/Duration"
 import type { ConnectionId, ConnectorId } from "@svc/domain/Ids"
 import { isSystemKey, sortKeys, systemLabelsOf, userLabelsOf } from "@svc/domain/Labels"
 import { migrationPath } from "@svc/domain/Migration"
@@ -36,7 +35,7 @@ import { ResourceOps } from "../resources/ResourceOps.ts"
 import { ConnectionSecrets } from "./ConnectionSecrets.ts"
 import { writeMigrationNotices } from "./MigrationNotices.ts"
 import { applyHookResult, decide, type HookState, initialHookState, refreshInputsChanged } from "./MigrationPlan.ts"
-import { Probes } from "./Probes.ts"
+import { periodicRun, Probes } from "./Probes.ts"
 import { TokenRefresher } from "./TokenRefresher.ts"
 
 /** One migration run (the workflow's payload). */
@@ -315,20 +314,7 @@ export class VersionMigration extends Context.Service<
               `migration task ${run.taskId}: probe ${probe.id} of connection ${row.id}: ${result.outcome}${limited ? " (held back)" : ""}`
             )
             if (limited || probe.period === undefined) continue
-            const checkedAt = Date.parse(result.checkedAt)
-            yield* Effect.orDie(
-              probeStates.record({
-                connectionId: row.id,
-                probeId: probe.id,
-                outcome: result.outcome,
-                statusCode: result.statusCode,
-                error: result.error,
-                checkedAt: new Date(checkedAt),
-                nextRunAt: new Date(checkedAt + (parseDuration(probe.period) ?? 60_000)),
-                failureThreshold: probe.failure_threshold,
-                recoveryThreshold: probe.recovery_threshold
-              })
-            )
+            yield* Effect.orDie(probeStates.record(periodicRun(row.id, probe, result)))
           }
         },
         (effect) =>
