@@ -10,12 +10,10 @@
  * process is tracked for cleanup and the database is dropped at the end.
  */
 import { randomBytes } from "node:crypto"
-import * as fs from "node:fs/promises"
-import * as path from "node:path"
-import { freePort, freePorts, portEnv, type RunningSvc, runSvc, startSvc, tempDir } from "../support/SvcProcess.ts"
-import { trackChild, trackDir } from "./Children.ts"
+import { freePort, freePorts, portEnv, type RunningSvc, startSvc } from "../support/SvcProcess.ts"
+import { trackChild } from "./Children.ts"
 import { createDatabase, DatabaseUnavailable } from "./Cluster.ts"
-import { opsApi } from "./OpsApi.ts"
+import { opsApi, opsWorkspace } from "./OpsApi.ts"
 import { nowMs, waitFor200 } from "./Ready.ts"
 
 /**
@@ -96,27 +94,11 @@ export const measureLifecycle = async (options: LifecycleOptions): Promise<Lifec
   progress(`${title}: database ${database.name}`)
   const processes: Array<RunningSvc> = []
   try {
-    const dir = await tempDir("svc-bench-lifecycle-")
-    trackDir(dir)
-    const secret = randomBytes(48)
-    await fs.writeFile(path.join(dir, "hs256.secret"), secret, { mode: 0o600 })
-    await fs.writeFile(path.join(dir, "root.key"), randomBytes(32).toString("base64"), { mode: 0o600 })
-    await fs.writeFile(
-      path.join(dir, "svc.yaml"),
-      [
-        `database: { provider: postgres, url: "${database.url}", max_connections: 4 }`,
-        "encryption: { root_key: { path: root.key } }",
-        "system_auth:",
-        "  jwt_signing_key: { private_key: { path: hs256.secret } }",
-        "  actors:",
-        "    - external_id: ops",
-        "      permissions: [{ namespace: 'root.**', resources: ['*'], verbs: ['*'] }]"
-      ].join("\n")
+    const { dir, secret, migrateMs } = await opsWorkspace(
+      "svc-bench-lifecycle-",
+      [`database: { provider: postgres, url: "${database.url}", max_connections: 4 }`],
+      30_000
     )
-    const migrateStart = nowMs()
-    const migrated = await runSvc(["migrate"], { cwd: dir, timeoutMs: 30_000 })
-    if (migrated.code !== 0) throw new Error(`svc migrate exited with ${migrated.code}:\n${migrated.output}`)
-    const migrateMs = nowMs() - migrateStart
 
     const startingAt = nowMs()
     const healthPort = await freePort()

@@ -14,17 +14,15 @@
  * Skipped with a reason when PostgreSQL is unreachable; every process is tracked for cleanup.
  */
 import { randomBytes } from "node:crypto"
-import * as fs from "node:fs/promises"
 import * as os from "node:os"
-import * as path from "node:path"
 import * as PgClient from "@svc/sql/PgClient"
 import { HookSandbox } from "@svc/server/hooks/HookSandbox"
 import { Context, Effect, Exit, Layer, Scope } from "effect"
 import { SqlClient } from "effect/sql"
-import { freePort, freePorts, portEnv, type RunningSvc, runSvc, startSvc, tempDir } from "../support/SvcProcess.ts"
-import { trackChild, trackDir } from "./Children.ts"
+import { freePort, freePorts, portEnv, type RunningSvc, startSvc } from "../support/SvcProcess.ts"
+import { trackChild } from "./Children.ts"
 import { createDatabase, DatabaseUnavailable } from "./Cluster.ts"
-import { opsApi } from "./OpsApi.ts"
+import { opsApi, opsWorkspace } from "./OpsApi.ts"
 import { nowMs, waitFor200 } from "./Ready.ts"
 
 /**
@@ -270,25 +268,11 @@ export const measureMigration = async (options: MigrationOptions): Promise<Migra
   const processes: Array<RunningSvc> = []
   let db: Awaited<ReturnType<typeof openSql>> | undefined
   try {
-    const dir = await tempDir("svc-bench-migration-")
-    trackDir(dir)
-    const secret = randomBytes(48)
-    await fs.writeFile(path.join(dir, "hs256.secret"), secret, { mode: 0o600 })
-    await fs.writeFile(path.join(dir, "root.key"), randomBytes(32).toString("base64"), { mode: 0o600 })
-    await fs.writeFile(
-      path.join(dir, "svc.yaml"),
-      [
-        `database: { provider: postgres, url: "${database.url}", max_connections: 8 }`,
-        "encryption: { root_key: { path: root.key } }",
-        "system_auth:",
-        "  jwt_signing_key: { private_key: { path: hs256.secret } }",
-        "  actors:",
-        "    - external_id: ops",
-        "      permissions: [{ namespace: 'root.**', resources: ['*'], verbs: ['*'] }]"
-      ].join("\n")
+    const { dir, secret } = await opsWorkspace(
+      "svc-bench-migration-",
+      [`database: { provider: postgres, url: "${database.url}", max_connections: 8 }`],
+      30_000
     )
-    const migrated = await runSvc(["migrate"], { cwd: dir, timeoutMs: 30_000 })
-    if (migrated.code !== 0) throw new Error(`svc migrate exited with ${migrated.code}:\n${migrated.output}`)
     const healthPort = await freePort()
     const worker = startSvc(["serve", "--service", "worker"], {
       cwd: dir,

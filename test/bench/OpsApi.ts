@@ -1,9 +1,44 @@
 /**
- * The api of a production-mode bench cluster, called as the `ops` system actor (an HS256 token
- * signed with the cluster's `secret`): `call` answers the status and the parsed body, `expect`
- * throws with the body's start unless the status is the one expected.
+ * A production-mode bench cluster's workspace and api, used as the `ops` system actor (an HS256
+ * token signed with the workspace's `secret`): `opsWorkspace` writes and migrates the workspace;
+ * `opsApi`'s `call` answers the status and the parsed body, `expect` throws with the body's start
+ * unless the status is the one expected.
  */
+import { randomBytes } from "node:crypto"
+import * as fs from "node:fs/promises"
+import * as path from "node:path"
 import { SignJWT } from "jose"
+import { runSvc, tempDir } from "../support/SvcProcess.ts"
+import { trackDir } from "./Children.ts"
+
+/**
+ * A fresh directory (removed when the bench ends) holding an HS256 secret, a root key and
+ * `svc.yaml`: the `config` lines (database, counter store, …), the root key and the `ops` actor
+ * with every permission; `svc migrate` has run in it (`migrateMs`: how long that took).
+ */
+export const opsWorkspace = async (prefix: string, config: ReadonlyArray<string>, migrateTimeoutMs: number) => {
+  const dir = await tempDir(prefix)
+  trackDir(dir)
+  const secret = randomBytes(48)
+  await fs.writeFile(path.join(dir, "hs256.secret"), secret, { mode: 0o600 })
+  await fs.writeFile(path.join(dir, "root.key"), randomBytes(32).toString("base64"), { mode: 0o600 })
+  await fs.writeFile(
+    path.join(dir, "svc.yaml"),
+    [
+      ...config,
+      "encryption: { root_key: { path: root.key } }",
+      "system_auth:",
+      "  jwt_signing_key: { private_key: { path: hs256.secret } }",
+      "  actors:",
+      "    - external_id: ops",
+      "      permissions: [{ namespace: 'root.**', resources: ['*'], verbs: ['*'] }]"
+    ].join("\n")
+  )
+  const started = performance.now()
+  const migrated = await runSvc(["migrate"], { cwd: dir, timeoutMs: migrateTimeoutMs })
+  if (migrated.code !== 0) throw new Error(`svc migrate exited with ${migrated.code}:\n${migrated.output}`)
+  return { dir, secret, migrateMs: performance.now() - started }
+}
 
 export interface Answer<T> {
   readonly status: number

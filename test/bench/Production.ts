@@ -6,14 +6,13 @@
  * that the upstream answers with a 2xx never calls the `Connection` entity, and a worker's own
  * Redis traffic would only be noise here. Skipped (not failed) without PostgreSQL or redis-server.
  */
-import { randomBytes, randomUUID } from "node:crypto"
-import * as fs from "node:fs/promises"
-import * as path from "node:path"
+import { randomUUID } from "node:crypto"
 import { SignJWT } from "jose"
-import { freePorts, portEnv, runSvc, startSvc, tempDir } from "../support/SvcProcess.ts"
-import { trackChild, trackDir } from "./Children.ts"
+import { freePorts, portEnv, startSvc } from "../support/SvcProcess.ts"
+import { trackChild } from "./Children.ts"
 import { createDatabase, DatabaseUnavailable } from "./Cluster.ts"
 import { pin } from "./Cpu.ts"
+import { opsWorkspace } from "./OpsApi.ts"
 import { waitFor200 } from "./Ready.ts"
 import { commandDelta, redisVersion, startPrivateRedis } from "./Redis.ts"
 import { type StoreProbe, TargetUnavailable } from "./Target.ts"
@@ -56,27 +55,15 @@ export const startProductionSvc = async <A>(options: {
     cleanups.push(redis.stop)
     // beside the load generator, like the upstream: the api process keeps its CPU to itself
     pin(redis.pid, "generator")
-    const dir = await tempDir("svc-bench-production-")
-    trackDir(dir)
-    const secret = randomBytes(48)
-    await fs.writeFile(path.join(dir, "hs256.secret"), secret, { mode: 0o600 })
-    await fs.writeFile(path.join(dir, "root.key"), randomBytes(32).toString("base64"), { mode: 0o600 })
-    await fs.writeFile(
-      path.join(dir, "svc.yaml"),
+    const { dir, secret } = await opsWorkspace(
+      "svc-bench-production-",
       [
         `database: { provider: postgres, url: "${database.url}" }`,
         `counter_store: { provider: redis, url: "${redis.url}", key_prefix: "svc-bench-${randomUUID()}:" }`,
-        "encryption: { root_key: { path: root.key } }",
-        "outbound: { allow_private_networks: true }",
-        "system_auth:",
-        "  jwt_signing_key: { private_key: { path: hs256.secret } }",
-        "  actors:",
-        "    - external_id: ops",
-        "      permissions: [{ namespace: 'root.**', resources: ['*'], verbs: ['*'] }]"
-      ].join("\n")
+        "outbound: { allow_private_networks: true }"
+      ],
+      60_000
     )
-    const migrated = await runSvc(["migrate"], { cwd: dir, timeoutMs: 60_000 })
-    if (migrated.code !== 0) throw new Error(`svc migrate exited with ${migrated.code}:\n${migrated.output}`)
     const ports = await freePorts()
     const svc = startSvc(["serve", "--service", "api"], { cwd: dir, env: { ...portEnv(ports), ...options.env } })
     trackChild(svc.child)
