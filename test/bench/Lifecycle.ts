@@ -10,11 +10,10 @@
  * process is tracked for cleanup and the database is dropped at the end.
  */
 import { randomBytes } from "node:crypto"
-import { freePort, freePorts, portEnv, type RunningSvc, startSvc } from "../support/SvcProcess.ts"
-import { trackChild } from "./Children.ts"
+import type { RunningSvc } from "../support/SvcProcess.ts"
 import { createDatabase, DatabaseUnavailable } from "./Cluster.ts"
-import { opsApi, opsWorkspace } from "./OpsApi.ts"
-import { nowMs, waitFor200 } from "./Ready.ts"
+import { opsApi, opsWorkspace, startOpsCluster } from "./OpsApi.ts"
+import { nowMs } from "./Ready.ts"
 
 /**
  * Seconds the group may take at most: its own budget of 100 s (the runs), set-up and clean-up.
@@ -101,21 +100,7 @@ export const measureLifecycle = async (options: LifecycleOptions): Promise<Lifec
     )
 
     const startingAt = nowMs()
-    const healthPort = await freePort()
-    const worker = startSvc(["serve", "--service", "worker"], {
-      cwd: dir,
-      env: { SVC__worker__port: String(healthPort), SVC__cluster__runner__port: String(await freePort()) }
-    })
-    trackChild(worker.child)
-    processes.push(worker)
-    const ports = await freePorts()
-    const api = startSvc(["serve", "--service", "api"], { cwd: dir, env: portEnv(ports) })
-    trackChild(api.child)
-    processes.push(api)
-    // /healthz answers 200 once the runner is registered (and then owns every shard: it is alone).
-    await waitFor200(`http://127.0.0.1:${healthPort}/healthz`, worker.child, worker.output, 60_000)
-    const origin = `http://127.0.0.1:${ports.api}`
-    await waitFor200(`${origin}/ping`, api.child, api.output, 60_000)
+    const origin = await startOpsCluster(dir, processes)
     setup = { migrateMs, processesReadyMs: nowMs() - startingAt }
     progress(
       `  migrated in ${(migrateMs / 1000).toFixed(1)} s; worker and api ready after ` +

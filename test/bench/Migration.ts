@@ -19,11 +19,10 @@ import * as PgClient from "@svc/sql/PgClient"
 import { HookSandbox } from "@svc/server/hooks/HookSandbox"
 import { Context, Effect, Exit, Layer, Scope } from "effect"
 import { SqlClient } from "effect/sql"
-import { freePort, freePorts, portEnv, type RunningSvc, startSvc } from "../support/SvcProcess.ts"
-import { trackChild } from "./Children.ts"
+import type { RunningSvc } from "../support/SvcProcess.ts"
 import { createDatabase, DatabaseUnavailable } from "./Cluster.ts"
-import { opsApi, opsWorkspace } from "./OpsApi.ts"
-import { nowMs, waitFor200 } from "./Ready.ts"
+import { opsApi, opsWorkspace, startOpsCluster } from "./OpsApi.ts"
+import { nowMs } from "./Ready.ts"
 
 /**
  * Seconds the group may take at most (set-up, the hook rows, two directions over 1,000
@@ -273,20 +272,7 @@ export const measureMigration = async (options: MigrationOptions): Promise<Migra
       [`database: { provider: postgres, url: "${database.url}", max_connections: 8 }`],
       30_000
     )
-    const healthPort = await freePort()
-    const worker = startSvc(["serve", "--service", "worker"], {
-      cwd: dir,
-      env: { SVC__worker__port: String(healthPort), SVC__cluster__runner__port: String(await freePort()) }
-    })
-    trackChild(worker.child)
-    processes.push(worker)
-    const ports = await freePorts()
-    const api = startSvc(["serve", "--service", "api"], { cwd: dir, env: portEnv(ports) })
-    trackChild(api.child)
-    processes.push(api)
-    await waitFor200(`http://127.0.0.1:${healthPort}/healthz`, worker.child, worker.output, 60_000)
-    const origin = `http://127.0.0.1:${ports.api}`
-    await waitFor200(`${origin}/ping`, api.child, api.output, 60_000)
+    const origin = await startOpsCluster(dir, processes)
     db = await openSql(database.url)
 
     const { call, expect } = await opsApi(origin, secret, 60_000)

@@ -8,8 +8,9 @@ import { randomBytes } from "node:crypto"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { SignJWT } from "jose"
-import { runSvc, tempDir } from "../support/SvcProcess.ts"
-import { trackDir } from "./Children.ts"
+import { freePort, freePorts, portEnv, type RunningSvc, runSvc, startSvc, tempDir } from "../support/SvcProcess.ts"
+import { trackChild, trackDir } from "./Children.ts"
+import { waitFor200 } from "./Ready.ts"
 
 /**
  * A fresh directory (removed when the bench ends) holding an HS256 secret, a root key and
@@ -43,6 +44,29 @@ export const opsWorkspace = async (prefix: string, config: ReadonlyArray<string>
 export interface Answer<T> {
   readonly status: number
   readonly body: T
+}
+
+/**
+ * Starts one worker and one api process in workspace `dir` (each added to `processes`, which the
+ * caller stops) and answers the api's origin once both are ready: the worker's `/healthz`
+ * answers 200 once its runner is registered (and, alone, owns every shard).
+ */
+export const startOpsCluster = async (dir: string, processes: Array<RunningSvc>): Promise<string> => {
+  const healthPort = await freePort()
+  const worker = startSvc(["serve", "--service", "worker"], {
+    cwd: dir,
+    env: { SVC__worker__port: String(healthPort), SVC__cluster__runner__port: String(await freePort()) }
+  })
+  trackChild(worker.child)
+  processes.push(worker)
+  const ports = await freePorts()
+  const api = startSvc(["serve", "--service", "api"], { cwd: dir, env: portEnv(ports) })
+  trackChild(api.child)
+  processes.push(api)
+  await waitFor200(`http://127.0.0.1:${healthPort}/healthz`, worker.child, worker.output, 60_000)
+  const origin = `http://127.0.0.1:${ports.api}`
+  await waitFor200(`${origin}/ping`, api.child, api.output, 60_000)
+  return origin
 }
 
 export const opsApi = async (origin: string, secret: Uint8Array, timeoutMs: number) => {
