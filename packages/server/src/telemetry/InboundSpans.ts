@@ -43,5 +43,6 @@ export const recordRequestException = (
   const span = requestSpanOf(fiber)
   if (span === undefined || !span.sampled || span.status._tag === "Ended" || !("exception" in span)) return
   const first = Cause.prettyErrors(cause)[0]
-  if (first !== undefined) (span as unknown as ExceptionHolder).exception = { type: first.name, message: first.message }
+  if (first !== undefined)
+    span.exception = { type: first.name, message: first.message } satisfies ExceptionHolder["exception"]
 }
