@@ -286,6 +286,109 @@ describe("_proxy_raw", () => {
   })
 })
 
+describe("the fast path", () => {
+  /** What a caller can see of an answer: status, headers (but the clock, keep-alive and the request id) and the body (JSON parsed; an envelope's headers but the clock). */
+  const seen = async (response: Response) => {
+    const headers = Object.fromEntries(
+      [...response.headers].filter(([name]) => !["date", "keep-alive", "x-request-id"].includes(name))
+    )
+    const text = await response.text()
+    let body: unknown = text
+    if ((response.headers.get("content-type") ?? "").startsWith("application/json")) {
+      const parsed = JSON.parse(text) as { headers?: Record<string, unknown> }
+      if (parsed.headers !== undefined) delete parsed.headers.date
+      body = parsed
+    }
+    return { status: response.status, headers, body }
+  }
+
+  const send = (token: string, route: "_proxy" | "_proxy_raw", id: string, init: RequestInit) =>
+    fetch(`http://127.0.0.1:${svc.ports.api}/api/v1/connections/${id}/${route}`, {
+      ...init,
+      headers: { authorization: `Bearer ${token}`, ...(init.headers as Record<string, string>) },
+      redirect: "manual"
+    })
+
+  it("answers each request as the HttpApi route does: the first use of a token takes the route, the next the fast path", async () => {
+    const r = resources(svc)
+    const externalId = `fast-${ns}`
+    await r.create("actors", {
+      namespace: ns,
+      externalId,
+      permissions: [{ namespace: `${ns}.**`, resources: ["connections"], verbs: ["get", "list", "proxy"] }]
+    })
+    const closed = createServer()
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve))
+    const port = (closed.address() as AddressInfo).port
+    await new Promise((resolve) => closed.close(resolve))
+    const c = await r.publishedConnector(ns, {
+      definition: {
+        type: "demo",
+        auth: { type: "none" },
+        proxy: { allowed_hosts: [`127.0.0.1:${port}`], allow_private_networks: true }
+      }
+    })
+    const unreachable = (await r.connection(c.id)).id
+    const envelope = (body: unknown) => ({
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body)
+    })
+    const cases: ReadonlyArray<readonly [string, "_proxy" | "_proxy_raw", string, RequestInit]> = [
+      [
+        "envelope, JSON answer",
+        "_proxy",
+        connectionId,
+        envelope({ url: `${upstream.origin}/json?q=1`, method: "GET" })
+      ],
+      [
+        "envelope, bytes in and out",
+        "_proxy",
+        connectionId,
+        envelope({ url: `${upstream.origin}/echo`, method: "PUT", bodyRaw: Buffer.from("raw!").toString("base64") })
+      ],
+      ["envelope, a redirect", "_proxy", connectionId, envelope({ url: `${upstream.origin}/moved`, method: "GET" })],
+      [
+        "envelope, a disallowed host",
+        "_proxy",
+        connectionId,
+        envelope({ url: `http://127.0.0.1:${canaryPort}/x`, method: "GET" })
+      ],
+      ["envelope, unreachable", "_proxy", unreachable, envelope({ url: `http://127.0.0.1:${port}/`, method: "GET" })],
+      [
+        "envelope, a body given twice",
+        "_proxy",
+        connectionId,
+        envelope({ url: `${upstream.origin}/json`, method: "POST", bodyJson: {}, bodyRaw: "" })
+      ],
+      [
+        "raw, JSON answer",
+        "_proxy_raw",
+        connectionId,
+        { headers: { "x-svc-upstream-url": `${upstream.origin}/json` } }
+      ],
+      [
+        "raw, a body",
+        "_proxy_raw",
+        connectionId,
+        { method: "POST", headers: { "x-svc-upstream-url": `${upstream.origin}/echo` }, body: "hello" }
+      ],
+      [
+        "raw, unreachable",
+        "_proxy_raw",
+        unreachable,
+        { headers: { "x-svc-upstream-url": `http://127.0.0.1:${port}/` } }
+      ]
+    ]
+    for (const [name, route, id, init] of cases) {
+      const token = await svc.sign(externalId)
+      const first = await seen(await send(token, route, id, init))
+      const second = await seen(await send(token, route, id, init))
+      expect({ name, ...second }).toEqual({ name, ...first })
+    }
+  })
+})
+
 describe("request events", () => {
   it("records each exchange with the frozen label snapshot and no credential", async () => {
     await proxy({ url: `${upstream.origin}/json?token=abc`, method: "GET", labels: { feature: "events" } })

@@ -7,7 +7,13 @@ import { Agent } from "undici"
 import { guardedConnector, type Resolver, systemResolver } from "./GuardedConnector.ts"
 import type { OutboundError } from "./OutboundError.ts"
 import { type OutboundPolicy, type OutboundRequest, prepareOutbound } from "./OutboundGuard.ts"
-import { collectResponse, type OutboundResponse, type OutboundTimeouts } from "./ResponseCollector.ts"
+import {
+  type CollectCallbacks,
+  collectResponse,
+  type OutboundResponse,
+  type OutboundTimeouts,
+  startCollect
+} from "./ResponseCollector.ts"
 import {
   type ChunkObserver,
   type StreamCallbacks,
@@ -17,7 +23,7 @@ import {
 } from "./StreamingExchange.ts"
 
 export type { OutboundPolicy, OutboundRequest } from "./OutboundGuard.ts"
-export type { OutboundResponse, OutboundTimeouts } from "./ResponseCollector.ts"
+export type { CollectCallbacks, OutboundResponse, OutboundTimeouts } from "./ResponseCollector.ts"
 export type { ChunkObserver, StreamCallbacks, StreamedResponse, StreamOutcome } from "./StreamingExchange.ts"
 
 /** What one call of `Outbound.send` is held to. */
@@ -48,6 +54,11 @@ export class Outbound extends Context.Service<
   Outbound,
   {
     send(request: OutboundRequest, options: SendOptions): Effect.Effect<OutboundResponse, OutboundError>
+    /**
+     * `send` in plain code (the proxy's fast path): the whole answer or the failure is reported to
+     * `callbacks` (a refused request at once); answers a function that abandons the exchange.
+     */
+    sendPlain(request: OutboundRequest, options: SendOptions, callbacks: CollectCallbacks): () => void
     /**
      * Like `send`, but the request body may be a stream and the response body streams back
      * (`maxResponseBytes` does not apply); `onChunk` sees each response chunk.
@@ -110,6 +121,15 @@ export class Outbound extends Context.Service<
           return streamExchange(agent, prepared, sendOptions.timeouts, onChunk)
         }
         const noop = () => {}
+        const sendPlain = (request: OutboundRequest, sendOptions: SendOptions, callbacks: CollectCallbacks) => {
+          const prepared = prepareOutbound(request, sendOptions.policy)
+          if (!("dispatch" in prepared)) {
+            callbacks.onFailure(prepared)
+            return noop
+          }
+          const agent = prepared.allowPrivateNetworks ? withPrivate : publicOnly
+          return startCollect(agent, prepared, sendOptions.timeouts, sendOptions.maxResponseBytes, callbacks)
+        }
         const streamPlain = (
           request: OutboundRequest,
           sendOptions: SendOptions,
@@ -124,7 +144,7 @@ export class Outbound extends Context.Service<
           const agent = prepared.allowPrivateNetworks ? withPrivate : publicOnly
           return startStreamExchange(agent, prepared, sendOptions.timeouts, onChunk, callbacks)
         }
-        return Outbound.of({ send, stream, streamPlain })
+        return Outbound.of({ send, sendPlain, stream, streamPlain })
       })
     )
   }

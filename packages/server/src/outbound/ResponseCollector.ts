@@ -71,6 +71,138 @@ export const responseHeaders = (
 const bodyless = (method: string, status: number): boolean =>
   method.toUpperCase() === "HEAD" || status === 204 || status === 304
 
+/** Where a plain buffered exchange reports: its whole answer, or why there is none (exactly one is called). */
+export interface CollectCallbacks {
+  readonly onResponse: (response: OutboundResponse) => void
+  readonly onFailure: (error: OutboundError) => void
+}
+
+/**
+ * Sends `prepared` through `dispatcher` and buffers the response, in plain code (the proxy's fast
+ * path): `callbacks.onResponse` once the body is complete, or `callbacks.onFailure`. Answers a
+ * function that abandons the exchange (the caller went away); it does nothing once reported.
+ */
+export const startCollect = (
+  dispatcher: Dispatcher,
+  prepared: PreparedOutbound,
+  timeouts: OutboundTimeouts,
+  maxResponseBytes: number,
+  callbacks: CollectCallbacks
+): (() => void) => {
+  // A nonsense cap (NaN, negative) fails closed: no body is accepted.
+  const cap = Number.isFinite(maxResponseBytes) && maxResponseBytes > 0 ? Math.floor(maxResponseBytes) : 0
+  const startedAt = performance.now()
+  const timers = new Set<ReturnType<typeof setTimeout>>()
+  let controller: Dispatcher.DispatchController | undefined
+  let pendingAbort: Error | undefined
+  let settled = false
+  let started = false
+  let status = 0
+  let headers: Record<string, string | ReadonlyArray<string>> = {}
+  const chunks: Array<Uint8Array> = []
+  let received = 0
+
+  const stopTimers = () => {
+    for (const timer of timers) clearTimeout(timer)
+    timers.clear()
+  }
+  const fail = (reason: OutboundErrorReason, detail: string) => {
+    if (settled) return
+    settled = true
+    stopTimers()
+    callbacks.onFailure(new OutboundError({ reason, target: prepared.target, detail }))
+  }
+  /** Stops the exchange: the socket is dropped, never reused. */
+  const abort = () => {
+    const reason = new Error("outbound request abandoned")
+    if (controller === undefined) pendingAbort = reason
+    else if (!controller.aborted) controller.abort(reason)
+  }
+  const giveUp = (reason: OutboundErrorReason, detail: string) => {
+    fail(reason, detail)
+    abort()
+  }
+  const deadline = (ms: number, detail: string) => {
+    const timer = setTimeout(() => giveUp("timeout", detail), clampMs(ms))
+    timers.add(timer)
+    return timer
+  }
+
+  const connectTimer = deadline(timeouts.connectMs, `no connection within ${timeouts.connectMs} ms`)
+  deadline(timeouts.totalMs, `no complete response within ${timeouts.totalMs} ms`)
+  let firstByteTimer: ReturnType<typeof setTimeout> | undefined
+
+  const handler: Dispatcher.DispatchHandler = {
+    onRequestStart(c) {
+      controller = c
+      if (pendingAbort !== undefined || settled) {
+        c.abort(pendingAbort ?? new Error("outbound request abandoned"))
+        return
+      }
+      started = true
+      clearTimeout(connectTimer)
+      timers.delete(connectTimer)
+      firstByteTimer = deadline(timeouts.firstByteMs, `no response headers within ${timeouts.firstByteMs} ms`)
+    },
+    onResponseStart(_c, statusCode, rawHeaders) {
+      if (settled || statusCode < 200) return
+      if (firstByteTimer !== undefined) {
+        clearTimeout(firstByteTimer)
+        timers.delete(firstByteTimer)
+      }
+      status = statusCode
+      headers = responseHeaders(rawHeaders)
+      const declared = Number(headers["content-length"])
+      if (!bodyless(String(prepared.dispatch.method), statusCode) && declared > cap) {
+        giveUp("response_too_large", `the response declares more than ${maxResponseBytes} bytes`)
+      }
+    },
+    onResponseData(_c, chunk) {
+      if (settled) return
+      received += chunk.byteLength
+      if (received > cap) {
+        giveUp("response_too_large", `the response is larger than ${maxResponseBytes} bytes`)
+        return
+      }
+      chunks.push(chunk)
+    },
+    onResponseEnd() {
+      if (settled) return
+      settled = true
+      stopTimers()
+      const body = concat(chunks, received)
+      callbacks.onResponse({ status, headers, body, durationMs: Math.round(performance.now() - startedAt) })
+    },
+    onResponseError(_c, error) {
+      const { reason, detail } = dispatchFailure(error, started)
+      fail(reason, detail)
+    }
+  }
+
+  try {
+    dispatcher.dispatch({ ...prepared.dispatch, headersTimeout: 0, bodyTimeout: 0 }, handler)
+  } catch (error) {
+    const { reason, detail } = dispatchFailure(error, false)
+    fail(reason, detail)
+  }
+  return () => {
+    if (settled) return
+    settled = true
+    stopTimers()
+    abort()
+  }
+}
+
+const concat = (chunks: ReadonlyArray<Uint8Array>, size: number): Uint8Array => {
+  const body = new Uint8Array(size)
+  let offset = 0
+  for (const chunk of chunks) {
+    body.set(chunk, offset)
+    offset += chunk.byteLength
+  }
+  return body
+}
+
 /** Sends `prepared` through `dispatcher` and buffers the response. */
 export const collectResponse = (
   dispatcher: Dispatcher,
@@ -79,110 +211,9 @@ export const collectResponse = (
   maxResponseBytes: number
 ): Effect.Effect<OutboundResponse, OutboundError> =>
   Effect.callback<OutboundResponse, OutboundError>((resume) => {
-    // A nonsense cap (NaN, negative) fails closed: no body is accepted.
-    const cap = Number.isFinite(maxResponseBytes) && maxResponseBytes > 0 ? Math.floor(maxResponseBytes) : 0
-    const startedAt = performance.now()
-    const timers = new Set<ReturnType<typeof setTimeout>>()
-    let controller: Dispatcher.DispatchController | undefined
-    let pendingAbort: Error | undefined
-    let settled = false
-    let started = false
-    let status = 0
-    let headers: Record<string, string | ReadonlyArray<string>> = {}
-    const chunks: Array<Uint8Array> = []
-    let received = 0
-
-    const stopTimers = () => {
-      for (const timer of timers) clearTimeout(timer)
-      timers.clear()
-    }
-    const settle = (effect: Effect.Effect<OutboundResponse, OutboundError>) => {
-      if (settled) return
-      settled = true
-      stopTimers()
-      resume(effect)
-    }
-    const fail = (reason: OutboundErrorReason, detail: string) =>
-      settle(Effect.fail(new OutboundError({ reason, target: prepared.target, detail })))
-    /** Stops the exchange: the socket is dropped, never reused. */
-    const abort = () => {
-      const reason = new Error("outbound request abandoned")
-      if (controller === undefined) pendingAbort = reason
-      else if (!controller.aborted) controller.abort(reason)
-    }
-    const giveUp = (reason: OutboundErrorReason, detail: string) => {
-      fail(reason, detail)
-      abort()
-    }
-    const deadline = (ms: number, detail: string) => {
-      const timer = setTimeout(() => giveUp("timeout", detail), clampMs(ms))
-      timers.add(timer)
-      return timer
-    }
-
-    const connectTimer = deadline(timeouts.connectMs, `no connection within ${timeouts.connectMs} ms`)
-    deadline(timeouts.totalMs, `no complete response within ${timeouts.totalMs} ms`)
-    let firstByteTimer: ReturnType<typeof setTimeout> | undefined
-
-    const handler: Dispatcher.DispatchHandler = {
-      onRequestStart(c) {
-        controller = c
-        if (pendingAbort !== undefined || settled) {
-          c.abort(pendingAbort ?? new Error("outbound request abandoned"))
-          return
-        }
-        started = true
-        clearTimeout(connectTimer)
-        timers.delete(connectTimer)
-        firstByteTimer = deadline(timeouts.firstByteMs, `no response headers within ${timeouts.firstByteMs} ms`)
-      },
-      onResponseStart(_c, statusCode, rawHeaders) {
-        if (settled || statusCode < 200) return
-        if (firstByteTimer !== undefined) {
-          clearTimeout(firstByteTimer)
-          timers.delete(firstByteTimer)
-        }
-        status = statusCode
-        headers = responseHeaders(rawHeaders)
-        const declared = Number(headers["content-length"])
-        if (!bodyless(String(prepared.dispatch.method), statusCode) && declared > cap) {
-          giveUp("response_too_large", `the response declares more than ${maxResponseBytes} bytes`)
-        }
-      },
-      onResponseData(_c, chunk) {
-        if (settled) return
-        received += chunk.byteLength
-        if (received > cap) {
-          giveUp("response_too_large", `the response is larger than ${maxResponseBytes} bytes`)
-          return
-        }
-        chunks.push(chunk)
-      },
-      onResponseEnd() {
-        const body = new Uint8Array(received)
-        let offset = 0
-        for (const chunk of chunks) {
-          body.set(chunk, offset)
-          offset += chunk.byteLength
-        }
-        const durationMs = Math.round(performance.now() - startedAt)
-        settle(Effect.succeed({ status, headers, body, durationMs }))
-      },
-      onResponseError(_c, error) {
-        const { reason, detail } = dispatchFailure(error, started)
-        fail(reason, detail)
-      }
-    }
-
-    try {
-      dispatcher.dispatch({ ...prepared.dispatch, headersTimeout: 0, bodyTimeout: 0 }, handler)
-    } catch (error) {
-      const { reason, detail } = dispatchFailure(error, false)
-      fail(reason, detail)
-    }
-    return Effect.sync(() => {
-      settled = true
-      stopTimers()
-      abort()
+    const abandon = startCollect(dispatcher, prepared, timeouts, maxResponseBytes, {
+      onResponse: (response) => resume(Effect.succeed(response)),
+      onFailure: (error) => resume(Effect.fail(error))
     })
+    return Effect.sync(abandon)
   })

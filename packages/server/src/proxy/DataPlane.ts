@@ -89,7 +89,7 @@ export class DataPlane extends Context.Service<
           proxyRaw: (actor, id, request, response) => raw(actor, id, { request, response }),
           tryFastRaw: fast.tryRaw,
           knowsFast: (actor, id) => targets.peek(actor, id) !== undefined,
-          tryFastEnvelope: (actor, id, payload, response) => fast.tryEnvelope(actor, id, payload, response, proxy)
+          tryFastEnvelope: fast.tryEnvelope
         })
       })
     )

@@ -13,7 +13,7 @@ import type { BodyCapture } from "../events/BodyCapture.ts"
 import type { InjectedRequest } from "../outbound/CredentialInjection.ts"
 import type { ChunkObserver, Outbound, OutboundRequest, StreamedResponse } from "../outbound/Outbound.ts"
 import { logSafeTarget, OutboundError, outboundHttpError } from "../outbound/OutboundError.ts"
-import { badRequest, type CallerRequest, type Captures, forwardable, type Route } from "./Route.ts"
+import { badRequest, type Captures, type FastRequest, type FastRoute, forwardable, type Route } from "./Route.ts"
 import type { SvcAnswer } from "./Stages.ts"
 
 /** What the raw handler hands over: the Node request and the response to write on. */
@@ -23,9 +23,7 @@ export interface RawInput {
 }
 
 /** A raw request: the body still unread on `incoming`. */
-export interface RawRequest extends CallerRequest {
-  readonly incoming: IncomingMessage
-  readonly response: ServerResponse
+export interface RawRequest extends FastRequest {
   readonly hasBody: boolean
   /** The declared body length, when it is one. */
   readonly contentLength: number | undefined
@@ -165,22 +163,41 @@ export const answerRaw = (request: RawRequest, answer: SvcAnswer): void => {
 /** Reads a raw request (after the target resolved); a 400 when its `X-Svc-*` controls are not valid. */
 export const readRaw = (input: RawInput): RawRequest | BadRequest => read(input)
 
+const whenOver = (answer: StreamedResponse, over: (error: string | undefined) => void) => {
+  void answer.done.then((outcome) => over(outcome.error))
+}
+
+const discard = (answer: StreamedResponse) => {
+  answer.body.destroy()
+}
+
 /** The `_proxy_raw` route over `outbound`. */
 export const rawRoute = (outbound: Outbound["Service"]): Route<RawInput, RawRequest, StreamedResponse, void> => ({
   span: "DataPlane.proxyRaw",
   read,
   send: (request, injected, options, captures) =>
     outbound.stream(rawOutbound(request, injected, captures), options, responseObserver(captures)),
-  whenOver: (answer, over) => {
-    void answer.done.then((outcome) => over(outcome.error))
-  },
-  discard: (answer) => {
-    answer.body.destroy()
-  },
+  whenOver,
+  discard,
   relay: (request, answer) =>
     Effect.callback<void, ReturnType<typeof unrelayable>>((resume) => {
       const failed = relayRaw(request, answer, () => resume(Effect.void))
       if (failed !== undefined) resume(Effect.fail(failed))
     }),
   answer: (request, answer) => Effect.sync(() => answerRaw(request, answer))
+})
+
+const relayed = () => {}
+
+/** The `_proxy_raw` route in plain code, for the fast path (`FastExchange.ts`). */
+export const rawFastRoute = (outbound: Outbound["Service"]): FastRoute<RawRequest, StreamedResponse> => ({
+  send: (request, injected, options, captures, callbacks) =>
+    outbound.streamPlain(rawOutbound(request, injected, captures), options, responseObserver(captures), {
+      onHead: callbacks.onAnswer,
+      onFailure: callbacks.onFailure
+    }),
+  whenOver,
+  discard,
+  relay: (request, answer) => relayRaw(request, answer, relayed),
+  answer: answerRaw
 })

@@ -3,7 +3,8 @@
  * and how it writes the answer. Everything between the two runs in the one pipeline
  * (`Pipeline.ts`); a route only moves bytes, it never decides.
  */
-import { BadRequest, type ServiceUnavailable } from "@svc/domain/Errors"
+import type { IncomingMessage, ServerResponse } from "node:http"
+import { BadRequest, errorBody, type ServiceUnavailable } from "@svc/domain/Errors"
 import type { Labels } from "@svc/domain/Labels"
 import type { Effect } from "effect"
 import type { BodyCapture } from "../events/BodyCapture.ts"
@@ -67,6 +68,90 @@ export interface Route<In, R extends CallerRequest, U extends AnswerHead, A> {
   readonly relay: (request: R, answer: U) => Effect.Effect<A, ProxyError>
   /** Writes svc's own answer to the caller (a stage answered without calling the upstream). */
   readonly answer: (request: R, answer: SvcAnswer) => Effect.Effect<A, ProxyError>
+}
+
+/** A request the fast path took (`FastExchange.ts`): the Node request it came on and the response to write. */
+export interface FastRequest extends CallerRequest {
+  readonly incoming: IncomingMessage
+  readonly response: ServerResponse
+}
+
+/** Where a fast route's upstream exchange reports: its answer, or why there is none (exactly one is called). */
+export interface FastSendCallbacks<U> {
+  readonly onAnswer: (answer: U) => void
+  readonly onFailure: (error: OutboundError) => void
+}
+
+/**
+ * A `Route` in plain code, for the fast path (`FastExchange.ts`): the same reading of the answer
+ * and the same bytes written, with callbacks instead of effects.
+ */
+export interface FastRoute<R extends FastRequest, U extends AnswerHead> {
+  /** Sends the request with credentials in place; answers a function that abandons the exchange before it reported. */
+  readonly send: (
+    request: R,
+    injected: InjectedRequest,
+    options: SendOptions,
+    captures: Captures | undefined,
+    callbacks: FastSendCallbacks<U>
+  ) => () => void
+  readonly whenOver: (answer: U, over: (error: string | undefined) => void) => void
+  readonly discard: (answer: U) => void
+  /** Writes the upstream's answer to the caller; the error to write instead when it cannot (nothing written). */
+  readonly relay: (request: R, answer: U) => ProxyError | undefined
+  /** Writes svc's own answer to the caller. */
+  readonly answer: (request: R, answer: SvcAnswer) => void
+}
+
+/** The HTTP status of each error a proxied request may answer (their `httpApiStatus`). */
+const statusOf: Record<string, number> = {
+  BadRequest: 400,
+  Forbidden: 403,
+  NotFound: 404,
+  Conflict: 409,
+  BadGateway: 502,
+  ServiceUnavailable: 503,
+  GatewayTimeout: 504
+}
+
+/** Writes `text` as a complete answer with an explicit length. */
+export const writeComplete = (
+  response: ServerResponse,
+  status: number,
+  headers: Record<string, string | ReadonlyArray<string>>,
+  body: string | Uint8Array
+): void => {
+  headers["content-length"] = String(typeof body === "string" ? Buffer.byteLength(body) : body.byteLength)
+  response.writeHead(status, headers as Record<string, string | Array<string>>)
+  response.end(body)
+}
+
+/** Writes `error` as HttpApi encodes it: the standard body `{error, code, details?}` with its status. */
+export const writeError = (response: ServerResponse, error: ProxyError): void => {
+  if (response.headersSent || response.destroyed) {
+    if (!response.destroyed) response.destroy()
+    return
+  }
+  writeComplete(
+    response,
+    statusOf[error._tag] ?? 500,
+    { "content-type": "application/json" },
+    JSON.stringify(errorBody(error))
+  )
+}
+
+/** Writes the standard 500 (the socket is closed when an answer had begun). */
+export const writeInternalError = (response: ServerResponse): void => {
+  if (response.headersSent) {
+    response.destroy()
+    return
+  }
+  writeComplete(
+    response,
+    500,
+    { "content-type": "application/json" },
+    JSON.stringify({ error: "internal error", code: "internal_error" })
+  )
 }
 
 /** Headers of the caller's leg to svc that never describe the upstream request. */
