@@ -144,8 +144,8 @@ export interface BenchReport {
   }
   readonly coldStart?: ColdStartResult
   readonly coldStartError?: string
-  /** The proxy memory group (`ProxyMemory.ts`). */
-  readonly memory?: ProxyMemoryReport
+  /** The proxy memory group (`ProxyMemory.ts`): default heap sizing, then the old generation capped. */
+  readonly memory?: ReadonlyArray<ProxyMemoryReport>
   readonly load: ReadonlyArray<LoadRow>
   readonly streams: ReadonlyArray<StreamGroupReport>
   readonly sequences: ReadonlyArray<SequenceGroupReport>

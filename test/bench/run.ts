@@ -534,7 +534,7 @@ const main = async (): Promise<number> => {
       broke(cluster?.skipped) ||
       broke(lifecycle?.skipped) ||
       broke(migration?.skipped) ||
-      broke(memory?.skipped) ||
+      (memory?.some((run) => broke(run.skipped)) ?? false) ||
       (metrics?.backends.some((b) => broke(b.skipped)) ?? false)
     return failed ? 1 : 0
   } finally {
