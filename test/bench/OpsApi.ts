@@ -4,10 +4,9 @@
  * `opsApi`'s `call` answers the status and the parsed body, `expect` throws with the body's start
  * unless the status is the one expected.
  */
-import { randomBytes } from "node:crypto"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
-import { SignJWT } from "jose"
+import { opsConfigLines, opsToken, writeOpsKeys } from "../support/OpsActor.ts"
 import { freePort, freePorts, portEnv, type RunningSvc, runSvc, startSvc, tempDir } from "../support/SvcProcess.ts"
 import { trackChild, trackDir } from "./Children.ts"
 import { waitFor200 } from "./Ready.ts"
@@ -20,21 +19,8 @@ import { waitFor200 } from "./Ready.ts"
 export const opsWorkspace = async (prefix: string, config: ReadonlyArray<string>, migrateTimeoutMs: number) => {
   const dir = await tempDir(prefix)
   trackDir(dir)
-  const secret = randomBytes(48)
-  await fs.writeFile(path.join(dir, "hs256.secret"), secret, { mode: 0o600 })
-  await fs.writeFile(path.join(dir, "root.key"), randomBytes(32).toString("base64"), { mode: 0o600 })
-  await fs.writeFile(
-    path.join(dir, "svc.yaml"),
-    [
-      ...config,
-      "encryption: { root_key: { path: root.key } }",
-      "system_auth:",
-      "  jwt_signing_key: { private_key: { path: hs256.secret } }",
-      "  actors:",
-      "    - external_id: ops",
-      "      permissions: [{ namespace: 'root.**', resources: ['*'], verbs: ['*'] }]"
-    ].join("\n")
-  )
+  const secret = await writeOpsKeys(dir)
+  await fs.writeFile(path.join(dir, "svc.yaml"), [...config, ...opsConfigLines].join("\n"))
   const started = performance.now()
   const migrated = await runSvc(["migrate"], { cwd: dir, timeoutMs: migrateTimeoutMs })
   if (migrated.code !== 0) throw new Error(`svc migrate exited with ${migrated.code}:\n${migrated.output}`)
@@ -70,12 +56,7 @@ export const startOpsCluster = async (dir: string, processes: Array<RunningSvc>)
 }
 
 export const opsApi = async (origin: string, secret: Uint8Array, timeoutMs: number) => {
-  const token = await new SignJWT({})
-    .setProtectedHeader({ alg: "HS256", typ: "JWT" })
-    .setSubject("ops")
-    .setIssuedAt()
-    .setExpirationTime("1h")
-    .sign(secret)
+  const token = await opsToken(secret)
   const call = async <T>(method: string, urlPath: string, body?: unknown): Promise<Answer<T>> => {
     const response = await fetch(`${origin}${urlPath}`, {
       method,

@@ -7,7 +7,7 @@
  * Redis traffic would only be noise here. Skipped (not failed) without PostgreSQL or redis-server.
  */
 import { randomUUID } from "node:crypto"
-import { SignJWT } from "jose"
+import { opsToken } from "../support/OpsActor.ts"
 import { freePorts, portEnv, startSvc } from "../support/SvcProcess.ts"
 import { trackChild } from "./Children.ts"
 import { createDatabase, DatabaseUnavailable } from "./Cluster.ts"
@@ -71,12 +71,7 @@ export const startProductionSvc = async <A>(options: {
     const origin = `http://127.0.0.1:${ports.api}`
     await waitFor200(`${origin}/ping`, svc.child, svc.output, 60_000)
     pin(svc.child.pid, "servers")
-    const token = await new SignJWT({})
-      .setProtectedHeader({ alg: "HS256", typ: "JWT" })
-      .setSubject("ops")
-      .setIssuedAt()
-      .setExpirationTime("4h")
-      .sign(secret)
+    const token = await opsToken(secret, "4h")
     const authorization = `Bearer ${token}`
     const created = await options.setup(origin, authorization, options.upstreamOrigin)
     const before = await redis.commands()

@@ -6,11 +6,11 @@
 import { Context, Effect, Exit, Layer, Scope } from "effect"
 import type { SqlClient } from "effect/sql"
 import { SqlClient as SqlClientTag } from "effect/sql"
-import { SignJWT } from "jose"
-import { randomBytes, randomUUID } from "node:crypto"
+import { randomUUID } from "node:crypto"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { TestDatabase, postgres } from "@svc/sql/TestDatabase"
+import { opsConfigLines, opsToken, writeOpsKeys } from "./OpsActor.ts"
 import { tempDir } from "./SvcProcess.ts"
 
 export interface ProductionWorkspace {
@@ -36,18 +36,11 @@ export const productionWorkspace = async (prefix: string): Promise<ProductionWor
   const scope = await Effect.runPromise(Scope.make())
   const context = await Effect.runPromise(Layer.buildWithScope(postgres, scope))
   const url = Context.get(context, TestDatabase).url ?? ""
-  const secret = randomBytes(48)
-  await fs.writeFile(path.join(dir, "hs256.secret"), secret, { mode: 0o600 })
-  await fs.writeFile(path.join(dir, "root.key"), randomBytes(32).toString("base64"), { mode: 0o600 })
+  const secret = await writeOpsKeys(dir)
   const baseConfig = [
     `database: { provider: postgres, url: "${url}", max_connections: 4 }`,
     `counter_store: { provider: redis, url: "redis://127.0.0.1:6379", key_prefix: "svc-e2e-${randomUUID()}:" }`,
-    "encryption: { root_key: { path: root.key } }",
-    "system_auth:",
-    "  jwt_signing_key: { private_key: { path: hs256.secret } }",
-    "  actors:",
-    "    - external_id: ops",
-    "      permissions: [{ namespace: 'root.**', resources: ['*'], verbs: ['*'] }]"
+    ...opsConfigLines
   ]
   return {
     dir,
@@ -55,13 +48,7 @@ export const productionWorkspace = async (prefix: string): Promise<ProductionWor
     sql: Context.get(context, SqlClientTag.SqlClient),
     secret,
     baseConfig,
-    opsToken: (expiresIn = "1h") =>
-      new SignJWT({})
-        .setProtectedHeader({ alg: "HS256", typ: "JWT" })
-        .setSubject("ops")
-        .setIssuedAt()
-        .setExpirationTime(expiresIn)
-        .sign(secret),
+    opsToken: (expiresIn = "1h") => opsToken(secret, expiresIn),
     writeConfig: (extra = [], name = "svc.yaml") =>
       fs.writeFile(path.join(dir, name), [...baseConfig, ...extra].join("\n")),
     close: async () => {
