@@ -3,13 +3,16 @@
  * server-sent events arrive one by one (the second is only written after the first was read
  * through the proxy), a 100 MB upload streams without the svc process's memory growing by more
  * than a few MB, and 10,000 proxied requests all have their events listed after a graceful
- * shutdown and restart, with nothing dropped.
+ * shutdown and restart, with nothing dropped. An answer's body reaches the caller at the caller's
+ * pace (a slow reader holds the upstream back instead of svc buffering the body), a caller that
+ * goes away mid-body stops the upstream exchange, and an upstream that breaks off mid-body
+ * closes the caller's socket; each of those requests still has its one event.
  */
 import { readFileSync } from "node:fs"
-import { createServer, type Server } from "node:http"
+import { createServer, request as httpRequest, type IncomingMessage, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { expectStatus, launch, mapLimit, resources, type Svc } from "../support/Api.ts"
+import { eventually, expectStatus, launch, mapLimit, resources, type Svc } from "../support/Api.ts"
 
 let svc: Svc
 let upstream: Server
@@ -17,6 +20,20 @@ let origin: string
 let connectionId: string
 let releaseSecond: () => void = () => {}
 let uploaded = 0
+/** Bytes the `/download` upstream handed to its socket so far, and whether it wrote them all. */
+let downloadWritten = 0
+let downloadFinished = false
+/** Settles when the `/endless` upstream's exchange was closed (svc gave it up). */
+let endlessClosed: Promise<void> = Promise.resolve()
+let markEndlessClosed: () => void = () => {}
+
+/** 64 KB chunks for `/download`: byte `i` of the body is `i % 251`, so a reader can check every byte. */
+const downloadChunk = (offset: number): Buffer => {
+  const chunk = Buffer.allocUnsafe(64 * 1024)
+  for (let i = 0; i < chunk.length; i++) chunk[i] = (offset + i) % 251
+  return chunk
+}
+const downloadBytes = 100 * 1024 * 1024
 
 const rssBytes = (pid: number): number => {
   const status = readFileSync(`/proc/${pid}/status`, "utf8")
@@ -63,6 +80,45 @@ beforeAll(async () => {
         releaseSecond = resolve
       })
       void second.then(() => response.end("data: two\n\n"))
+      return
+    }
+    if (request.url === "/download") {
+      // Writes as fast as its socket takes it, stopping when `write` says the buffer is full.
+      downloadWritten = 0
+      downloadFinished = false
+      response.writeHead(200, { "content-type": "application/octet-stream", "content-length": String(downloadBytes) })
+      const pump = () => {
+        while (downloadWritten < downloadBytes) {
+          const chunk = downloadChunk(downloadWritten)
+          downloadWritten += chunk.length
+          if (!response.write(chunk)) {
+            response.once("drain", pump)
+            return
+          }
+        }
+        downloadFinished = true
+        response.end()
+      }
+      pump()
+      return
+    }
+    if (request.url === "/endless") {
+      // Streams a chunk every 20 ms until the exchange is closed.
+      endlessClosed = new Promise<void>((resolve) => {
+        markEndlessClosed = resolve
+      })
+      response.writeHead(200, { "content-type": "text/plain" })
+      const timer = setInterval(() => response.write("tick\n"), 20)
+      response.on("close", () => {
+        clearInterval(timer)
+        markEndlessClosed()
+      })
+      return
+    }
+    if (request.url === "/broken") {
+      // Promises 1,000 bytes, sends 100 and drops the connection.
+      response.writeHead(200, { "content-type": "text/plain", "content-length": "1000" })
+      response.write("x".repeat(100), () => setTimeout(() => response.socket?.destroy(), 50))
       return
     }
     if (request.url === "/upload") {
@@ -158,6 +214,110 @@ describe("_proxy_raw streams", () => {
     // and token-refresh sweeps), which reached 19.8 MB once on a loaded CI machine.
     expect(growth).toBeLessThan(40 * 1024 * 1024)
   }, 120_000)
+})
+
+/** Starts a `_proxy_raw` GET of `path` with node:http (so the test can pause or drop the socket); answers the response. */
+const rawGet = (path: string): Promise<IncomingMessage> =>
+  new Promise((resolve, reject) => {
+    const request = httpRequest(rawUrl(), {
+      method: "GET",
+      agent: false,
+      headers: { authorization: `Bearer ${svc.adminToken}`, "x-svc-upstream-url": `${origin}${path}` }
+    })
+    request.on("response", resolve)
+    request.on("error", reject)
+    request.end()
+  })
+
+const eventsFor = async (path: string) =>
+  expectStatus<{ items: Array<{ path: string; response_status_code: number | null }> }>(
+    await svc.call("GET", `/api/v1/metrics/request-events?${new URLSearchParams({ connectionId, path })}`),
+    200
+  ).items
+
+/** `promise`, or a failure saying `what` did not happen within `ms` (a hang reads as what it is). */
+const within = <A>(promise: Promise<A>, ms: number, what: string): Promise<A> =>
+  Promise.race([
+    promise,
+    new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what} within ${ms} ms`)), ms).unref())
+  ])
+
+/** Resolves once `read()` has not changed for `quietMs`; answers the last value. */
+const steady = async (read: () => number, quietMs: number): Promise<number> => {
+  let last = read()
+  for (;;) {
+    await new Promise((resolve) => setTimeout(resolve, quietMs))
+    const now = read()
+    if (now === last) return now
+    last = now
+  }
+}
+
+describe("_proxy_raw answers read slowly or cut short", () => {
+  it("holds the upstream back while the caller does not read, then delivers every byte", async () => {
+    const response = await rawGet("/download")
+    expect(response.statusCode).toBe(200)
+    response.pause()
+    // The caller reads nothing: the upstream's writes stop once the socket buffers along the way
+    // are full. Had svc read the body faster than the caller (buffering it), the upstream would
+    // have written all 100 MB.
+    const held = await steady(() => downloadWritten, 500)
+    expect(downloadFinished).toBe(false)
+    expect(held).toBeLessThan(downloadBytes)
+    let received = 0
+    let mismatch: number | undefined
+    await new Promise<void>((resolve, reject) => {
+      response.on("data", (chunk: Buffer) => {
+        for (let i = 0; i < chunk.length && mismatch === undefined; i++) {
+          if (chunk[i] !== (received + i) % 251) mismatch = received + i
+        }
+        received += chunk.length
+      })
+      response.on("end", resolve)
+      response.on("error", reject)
+      response.resume()
+    })
+    expect(mismatch).toBeUndefined()
+    expect(received).toBe(downloadBytes)
+    expect(downloadFinished).toBe(true)
+  }, 120_000)
+
+  it("stops the upstream exchange when the caller goes away mid-body, and records the request", async () => {
+    const response = await rawGet("/endless")
+    expect(response.statusCode).toBe(200)
+    await new Promise<void>((resolve) => response.once("data", () => resolve()))
+    response.destroy()
+    // svc aborts its upstream exchange: the upstream sees its request closed.
+    await within(endlessClosed, 30_000, "svc did not close the upstream exchange")
+    const items = await eventually(
+      () => eventsFor("/endless"),
+      (list) => list.length >= 1
+    )
+    expect(items.map((e) => e.response_status_code)).toEqual([200])
+  }, 60_000)
+
+  it("closes the caller's socket when the upstream breaks off mid-body, and records the request", async () => {
+    const response = await rawGet("/broken")
+    expect(response.statusCode).toBe(200)
+    expect(response.headers["content-length"]).toBe("1000")
+    let received = 0
+    response.on("data", (chunk: Buffer) => {
+      received += chunk.length
+    })
+    // The caller's response ends short of its length: the socket was closed, not the body ended.
+    await within(
+      new Promise<void>((resolve) => response.once("close", () => resolve())),
+      30_000,
+      "svc did not close the caller's socket"
+    )
+    expect(response.complete).toBe(false)
+    expect(received).toBe(100)
+    const items = await eventually(
+      () => eventsFor("/broken"),
+      (list) => list.length >= 1
+    )
+    expect(items.map((e) => e.response_status_code)).toEqual([200])
+  }, 60_000)
 })
 
 describe("request events survive a graceful restart", () => {

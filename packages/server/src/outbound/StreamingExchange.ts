@@ -1,16 +1,17 @@
 /**
  * Dispatches a prepared request whose bodies stream both ways (`_proxy_raw`, spec 4.2): the
- * request body is read as the upstream accepts it, the response body is a `Readable` that is
- * paused when the caller reads slowly (back-pressure reaches the upstream socket) and aborts the
- * upstream exchange when the caller goes away. Connect and first-byte deadlines are wall-clock
+ * request body is read as the upstream accepts it, the response body is a {@link RelayBody} written
+ * straight to the caller's response, which pauses the upstream when the caller reads slowly
+ * (back-pressure reaches the upstream socket) and aborts the upstream exchange when the caller
+ * goes away. Connect and first-byte deadlines are wall-clock
  * timers; after the headers, the connector's total timeout bounds each silence between chunks
  * (a stream such as server-sent events may last longer than any single deadline).
  */
-import { Readable } from "node:stream"
 import { Effect } from "effect"
 import type { Dispatcher } from "undici"
 import { OutboundError, type OutboundErrorReason } from "./OutboundError.ts"
 import type { PreparedOutbound } from "./OutboundGuard.ts"
+import { RelayBody } from "./RelayBody.ts"
 import { chunkRelayed } from "./RelayedChunks.ts"
 import { clampMs, dispatchFailure, type OutboundTimeouts, responseHeaders } from "./ResponseCollector.ts"
 
@@ -26,7 +27,7 @@ export interface StreamOutcome {
 export interface StreamedResponse {
   readonly status: number
   readonly headers: Record<string, string | ReadonlyArray<string>>
-  readonly body: Readable
+  readonly body: RelayBody
   /** Settles once the body ended, failed or was abandoned; never rejects. */
   readonly done: Promise<StreamOutcome>
 }
@@ -57,7 +58,7 @@ export const startStreamExchange = (
   let started = false
   let bytes = 0
   let ended = false
-  let body: Readable | undefined
+  let body: RelayBody | undefined
   let finish: (outcome: StreamOutcome) => void = () => {}
   const done = new Promise<StreamOutcome>((resolve) => {
     finish = resolve
@@ -100,17 +101,10 @@ export const startStreamExchange = (
       if (settled || statusCode < 200) return
       settled = true
       stopTimer()
-      body = new Readable({
-        highWaterMark: 64 * 1024,
-        read: () => {
-          if (c.paused) c.resume()
-        },
-        destroy: (error, callback) => {
-          if (!c.aborted && !ended) {
-            c.abort(error ?? new Error("the caller stopped reading"))
-            finish({ bytes, error: "the caller went away" })
-          }
-          callback(error)
+      body = new RelayBody(c, () => {
+        if (!c.aborted && !ended) {
+          c.abort(new Error("the caller stopped reading"))
+          finish({ bytes, error: "the caller went away" })
         }
       })
       callbacks.onHead({ status: statusCode, headers: responseHeaders(rawHeaders), body, done })
@@ -118,17 +112,17 @@ export const startStreamExchange = (
     onBodySent(chunk) {
       chunkRelayed(chunk.byteLength)
     },
-    onResponseData(c, chunk) {
+    onResponseData(_c, chunk) {
       if (body === undefined || body.destroyed) return
       bytes += chunk.byteLength
       chunkRelayed(chunk.byteLength)
       onChunk?.(chunk)
-      if (!body.push(chunk)) c.pause()
+      body.push(chunk)
     },
     onResponseEnd() {
       ended = true
       if (body === undefined) return
-      body.push(null)
+      body.end()
       finish({ bytes })
     },
     onResponseError(_c, error) {
@@ -139,7 +133,7 @@ export const startStreamExchange = (
       }
       ended = true
       finish({ bytes, error: failure.detail })
-      body?.destroy(new Error(failure.detail))
+      body?.cut()
     }
   }
 
