@@ -93,3 +93,103 @@ export const formatProfile = (summary: ProfileSummary, top = 25): string => {
     lines.push(`  ${pct(ms)}  ${name}`)
   return lines.join("\n")
 }
+
+/**
+ * The part of a proxied request a frame's code belongs to, for the per-request ledger
+ * (docs/performance.md "Where each request's CPU goes"); `undefined` for code that only serves
+ * its caller (Node's streams, sockets, timers, natives): its time goes to the nearest caller
+ * that has a part.
+ */
+export type Stage =
+  | "caller's HTTP (node:http)"
+  | "upstream exchange (undici, svc outbound)"
+  | "request events (record, journal, insert)"
+  | "rate limits and cool-downs (svc, Redis client)"
+  | "proxy handler (svc: routing, auth, stages)"
+  | "Effect runtime"
+  | "garbage collection"
+  | "start-up (module loading)"
+  | "V8 (program)"
+  | "event loop and other"
+
+const eventFiles =
+  /\/packages\/(?:server\/src\/events\/|server\/src\/proxy\/ProxyEvents\.ts|sql\/src\/(?:RequestEvent|Pglite|PgClient))/
+const limitFiles =
+  /\/packages\/(?:server\/src\/ratelimit\/|server\/src\/stores\/(?:RateLimit|CounterStore|CoolDown)|domain\/src\/(?:RateLimit|CoolDown|ReactiveLimit|RetryAfter))/
+const eventPackages = new Set(["pg", "pg-protocol", "pg-pool", "pg-types", "@effect/sql-pg", "@electric-sql/pglite"])
+const limitPackages = new Set(["ioredis", "redis-parser", "denque", "cluster-key-slot", "standard-as-callback"])
+const callerModules = new Set(["node:_http_server", "node:_http_outgoing", "node:_http_incoming", "node:_http_common"])
+
+/** The {@link Stage} a frame's own code belongs to. */
+export const stageOf = (url: string, functionName: string): Stage | undefined => {
+  if (url === "") {
+    if (functionName === "(garbage collector)") return "garbage collection"
+    if (functionName === "(program)") return "V8 (program)"
+    return undefined
+  }
+  if (url.includes("/packages/")) {
+    if (eventFiles.test(url)) return "request events (record, journal, insert)"
+    if (limitFiles.test(url)) return "rate limits and cool-downs (svc, Redis client)"
+    if (url.includes("/packages/server/src/outbound/")) return "upstream exchange (undici, svc outbound)"
+    return "proxy handler (svc: routing, auth, stages)"
+  }
+  const pkg = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url)?.[1]
+  if (pkg !== undefined) {
+    if (pkg === "undici") return "upstream exchange (undici, svc outbound)"
+    if (eventPackages.has(pkg)) return "request events (record, journal, insert)"
+    if (limitPackages.has(pkg)) return "rate limits and cool-downs (svc, Redis client)"
+    if (pkg === "effect" && url.includes("/unstable/sql/")) return "request events (record, journal, insert)"
+    if (pkg === "effect" || pkg.startsWith("@effect/")) return "Effect runtime"
+    return undefined
+  }
+  if (url.endsWith("/test/bench/bareProxy.ts")) return "proxy handler (svc: routing, auth, stages)"
+  if (callerModules.has(url)) return "caller's HTTP (node:http)"
+  if (url.startsWith("node:internal/modules/")) return "start-up (module loading)"
+  return undefined
+}
+
+/** Busy time per {@link Stage}: each sample goes to the innermost frame on its stack that has a stage. */
+export const stageTimes = (file: string): { readonly busyMs: number; readonly byStage: ReadonlyMap<Stage, number> } => {
+  const profile = JSON.parse(fs.readFileSync(file, "utf8")) as Profile
+  const byId = new Map<number, ProfileNode>()
+  const parent = new Map<number, number>()
+  for (const node of profile.nodes) {
+    byId.set(node.id, node)
+    for (const child of node.children ?? []) parent.set(child, node.id)
+  }
+  const stageOfNode = new Map<number, Stage | "(idle)">()
+  const resolve = (id: number): Stage | "(idle)" => {
+    const known = stageOfNode.get(id)
+    if (known !== undefined) return known
+    const frame = (byId.get(id) as ProfileNode).callFrame
+    const up = parent.get(id)
+    const stage =
+      frame.functionName === "(idle)"
+        ? "(idle)"
+        : (stageOf(frame.url, frame.functionName) ?? (up === undefined ? "event loop and other" : resolve(up)))
+    stageOfNode.set(id, stage)
+    return stage
+  }
+  const byStage = new Map<Stage, number>()
+  let busyUs = 0
+  for (let i = 0; i < profile.samples.length; i++) {
+    const stage = resolve(profile.samples[i] as number)
+    if (stage === "(idle)") continue
+    const us = profile.timeDeltas[i] ?? 0
+    busyUs += us
+    byStage.set(stage, (byStage.get(stage) ?? 0) + us)
+  }
+  return { busyMs: busyUs / 1000, byStage: new Map([...byStage].map(([stage, us]) => [stage, us / 1000])) }
+}
+
+/** The ledger as text: per stage, its share of busy time and its µs of CPU per request over `requests`. */
+export const formatStages = (times: ReturnType<typeof stageTimes>, requests: number): string => {
+  const lines = [
+    `CPU per request by stage (${requests} requests, ${((1000 * times.busyMs) / requests).toFixed(1)} µs busy each):`
+  ]
+  for (const [stage, ms] of [...times.byStage].sort((a, b) => b[1] - a[1]))
+    lines.push(
+      `  ${((100 * ms) / times.busyMs).toFixed(1).padStart(5)}%  ${((1000 * ms) / requests).toFixed(1).padStart(6)} µs  ${stage}`
+    )
+  return lines.join("\n")
+}

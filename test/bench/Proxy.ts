@@ -564,6 +564,17 @@ const rawTargets = (prefix: string, label: string, lease: () => Promise<Lease<Pr
     )
   )
 
+/** The bare undici proxy (`bareProxy.ts`) in front of `upstreamOrigin`, pinned with the servers; `env` is added to its environment. */
+export const startBareProxy = async (upstreamOrigin: string, env: Record<string, string> = {}) => {
+  const proxy = await startNodeScript("./bareProxy.ts", {
+    ...env,
+    BENCH_UPSTREAM: upstreamOrigin,
+    BENCH_API_KEY: apiKey
+  })
+  pin(proxy.pid, "servers")
+  return proxy
+}
+
 export const proxyTargets: ReadonlyArray<Target> = [
   {
     id: "proxy-direct",
@@ -583,11 +594,7 @@ export const proxyTargets: ReadonlyArray<Target> = [
       return running
     }
   },
-  proxyTarget("proxy-node", "bare undici proxy", async (upstreamOrigin) => {
-    const proxy = await startNodeScript("./bareProxy.ts", { BENCH_UPSTREAM: upstreamOrigin, BENCH_API_KEY: apiKey })
-    pin(proxy.pid, "servers")
-    return proxy
-  }),
+  proxyTarget("proxy-node", "bare undici proxy", (upstreamOrigin) => startBareProxy(upstreamOrigin)),
   {
     id: "proxy-nginx",
     label: "nginx proxy_pass",

@@ -13,12 +13,18 @@
  *                              [--rss-rounds 1] [--production]   (PostgreSQL + Redis, api service alone)
  *                              [--telemetry]   (embedded, telemetry on as in the bench's
  *                              "telemetry on" row: sampling 1.0, every signal to a local gRPC collector)
+ *                              [--target bare]   (the bench's bare undici proxy instead of svc, the
+ *                              same load and pinning: the floor the ledger is read against)
+ *
+ * With `--cpu-prof`, the summary ends with the per-request ledger: each thread's busy time by the
+ * part of the request it served (`stageTimes` in `CpuProfile.ts`), in µs of CPU per request the
+ * upstream served over the whole run (start-up and warm-up included).
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { installCleanup } from "./Children.ts"
 import { pin } from "./Cpu.ts"
-import { formatProfile, summarizeProfile } from "./CpuProfile.ts"
+import { formatProfile, formatStages, stageTimes, summarizeProfile } from "./CpuProfile.ts"
 import { runLoad } from "./Load.ts"
 import { cpuMs, rssMb } from "./ProcessUsage.ts"
 import { startProductionSvc } from "./Production.ts"
@@ -30,6 +36,7 @@ import {
   type RuleCount,
   rawRoute,
   startEmbeddedSvc,
+  startBareProxy,
   startEmbeddedTelemetrySvc,
   startUpstream,
   upstreamCount
@@ -56,33 +63,55 @@ const stopCleanup = installCleanup((seconds + warmup + 600) * 1000)
 const profileDir = profiling ? await tempDir("svc-profile-") : undefined
 const upstream = await startUpstream("generator")
 const production = args.includes("--production")
-const svc: ProxySvc = production
-  ? await (async () => {
-      // PostgreSQL + a private Redis, `svc serve --service api` alone (the bench's pg+redis rows)
-      const started = await startProductionSvc({
-        upstreamOrigin: upstream.origin,
-        forwarded: () => upstreamCount(upstream.origin),
-        setup: createBenchConnections,
-        // `--env NAME=value,…`: added to the svc process's environment (e.g. MALLOC_ARENA_MAX=2)
-        env: {
-          ...Object.fromEntries(
-            option("env", "")
-              .split(",")
-              .filter((pair) => pair.includes("="))
-              .map((pair) => [pair.slice(0, pair.indexOf("=")), pair.slice(pair.indexOf("=") + 1)])
-          ),
-          ...(profileDir === undefined ? {} : { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` })
-        }
-      })
-      return { ...started, connections: started.created, upstreamOrigin: upstream.origin }
-    })()
-  : await (args.includes("--telemetry") ? startEmbeddedTelemetrySvc : startEmbeddedSvc)(
-      upstream.origin,
-      profileDir === undefined ? {} : { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` }
-    )
+const target = option("target", "svc")
+if (target !== "svc" && target !== "bare") throw new Error(`--target svc|bare, got ${target}`)
+const profileEnv: Record<string, string> =
+  profileDir === undefined ? {} : { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` }
+
+/** The bare proxy as a `ProxySvc`: no connections, no authorization (it sets the upstream's own). */
+const bareSvc = async (): Promise<ProxySvc> => {
+  const proxy = await startBareProxy(upstream.origin, profileEnv)
+  return {
+    origin: `http://127.0.0.1:${proxy.port}`,
+    pid: proxy.pid,
+    stop: proxy.stop,
+    authorization: "",
+    connections: { 0: "", 1: "", 10: "" },
+    upstreamOrigin: upstream.origin
+  }
+}
+
+let servedInRun = 0
+const svc: ProxySvc =
+  target === "bare"
+    ? await bareSvc()
+    : production
+      ? await (async () => {
+          // PostgreSQL + a private Redis, `svc serve --service api` alone (the bench's pg+redis rows)
+          const started = await startProductionSvc({
+            upstreamOrigin: upstream.origin,
+            forwarded: () => upstreamCount(upstream.origin),
+            setup: createBenchConnections,
+            // `--env NAME=value,…`: added to the svc process's environment (e.g. MALLOC_ARENA_MAX=2)
+            env: {
+              ...Object.fromEntries(
+                option("env", "")
+                  .split(",")
+                  .filter((pair) => pair.includes("="))
+                  .map((pair) => [pair.slice(0, pair.indexOf("=")), pair.slice(pair.indexOf("=") + 1)])
+              ),
+              ...profileEnv
+            }
+          })
+          return { ...started, connections: started.created, upstreamOrigin: upstream.origin }
+        })()
+      : await (args.includes("--telemetry") ? startEmbeddedTelemetrySvc : startEmbeddedSvc)(upstream.origin, profileEnv)
 pin(svc.pid, "servers")
 try {
-  const shape = (route === "raw" ? rawRoute : envelopeRoute)(svc, svc.connections[rules])(proxyJsonRequest)
+  const shape =
+    target === "bare"
+      ? proxyJsonRequest
+      : (route === "raw" ? rawRoute : envelopeRoute)(svc, svc.connections[rules])(proxyJsonRequest)
   const url = `${svc.origin}${shape.path}`
   const load = {
     url,
@@ -134,6 +163,8 @@ try {
   }
 } finally {
   await svc.stop()
+  // Every request the upstream served over the run, warm-up included: what the profile covers.
+  servedInRun = await upstreamCount(upstream.origin).catch(() => 0)
   await upstream.stop()
 }
 if (profileDir !== undefined) {
@@ -150,6 +181,7 @@ if (profileDir !== undefined) {
     fs.copyFileSync(path.join(profileDir, file), kept)
     console.log(`profile of thread ${thread}${thread === "0" ? " (main)" : ""}: ${kept}`)
     console.log(formatProfile(summarizeProfile(kept), Number(option("top", "30"))))
+    if (servedInRun > 0) console.log(formatStages(stageTimes(kept), servedInRun))
   }
 }
 stopCleanup()
