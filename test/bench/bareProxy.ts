@@ -4,6 +4,11 @@
  * replacing `Authorization` with `Bearer <BENCH_API_KEY>`, dropping hop-by-hop headers on both legs
  * and streaming both bodies (each upstream chunk is written on as it comes: SSE passes through).
  * No routing, policy or accounting: what any Node proxy costs at least. Run as a child process.
+ *
+ * `BENCH_BURN_US` (profiling only, never set by the bench): spend that many µs of CPU in plain
+ * JavaScript before forwarding each request. The bare proxy then serves requests at about svc's
+ * rate, and its own socket and HTTP work per request can be compared with svc's at the same rate
+ * (docs/performance.md, "Where each request's CPU goes").
  */
 import * as http from "node:http"
 import { Pool } from "undici"
@@ -13,6 +18,13 @@ const upstream = process.env.BENCH_UPSTREAM ?? ""
 const apiKey = process.env.BENCH_API_KEY ?? ""
 if (upstream === "" || apiKey === "") throw new Error("bareProxy: BENCH_UPSTREAM and BENCH_API_KEY must be set")
 const authorization = `Bearer ${apiKey}`
+const burnMs = Number(process.env.BENCH_BURN_US ?? "0") / 1000
+
+/** Spins for `burnMs` (the `BENCH_BURN_US` experiment). */
+const burn = () => {
+  const until = performance.now() + burnMs
+  while (performance.now() < until) {}
+}
 
 /** RFC 7230 section 6.1 hop-by-hop headers, plus `host` (set by the pool for the upstream). */
 const hopByHop = new Set([
@@ -48,6 +60,7 @@ const hasBody = (request: http.IncomingMessage) =>
   (request.headers["content-length"] !== undefined && request.headers["content-length"] !== "0")
 
 const server = http.createServer((request, response) => {
+  if (burnMs > 0) burn()
   const headers = endToEnd(request.headers)
   headers.authorization = authorization
   pool.stream(

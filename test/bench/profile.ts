@@ -65,8 +65,21 @@ const upstream = await startUpstream("generator")
 const production = args.includes("--production")
 const target = option("target", "svc")
 if (target !== "svc" && target !== "bare") throw new Error(`--target svc|bare, got ${target}`)
+// `--env NAME=value,…`: added to the environment of the process under test (e.g. MALLOC_ARENA_MAX=2,
+// BENCH_BURN_US=70 for the bare proxy); with `--cpu-prof`, its NODE_OPTIONS gain the profiler's flags.
+const extraEnv: Record<string, string> = Object.fromEntries(
+  option("env", "")
+    .split(",")
+    .filter((pair) => pair.includes("="))
+    .map((pair) => [pair.slice(0, pair.indexOf("=")), pair.slice(pair.indexOf("=") + 1)])
+)
 const profileEnv: Record<string, string> =
-  profileDir === undefined ? {} : { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` }
+  profileDir === undefined
+    ? extraEnv
+    : {
+        ...extraEnv,
+        NODE_OPTIONS: `${extraEnv.NODE_OPTIONS ?? ""} --cpu-prof --cpu-prof-dir=${profileDir}`.trim()
+      }
 
 /** The bare proxy as a `ProxySvc`: no connections, no authorization (it sets the upstream's own). */
 const bareSvc = async (): Promise<ProxySvc> => {
@@ -92,16 +105,7 @@ const svc: ProxySvc =
             upstreamOrigin: upstream.origin,
             forwarded: () => upstreamCount(upstream.origin),
             setup: createBenchConnections,
-            // `--env NAME=value,…`: added to the svc process's environment (e.g. MALLOC_ARENA_MAX=2)
-            env: {
-              ...Object.fromEntries(
-                option("env", "")
-                  .split(",")
-                  .filter((pair) => pair.includes("="))
-                  .map((pair) => [pair.slice(0, pair.indexOf("=")), pair.slice(pair.indexOf("=") + 1)])
-              ),
-              ...profileEnv
-            }
+            env: profileEnv
           })
           return { ...started, connections: started.created, upstreamOrigin: upstream.origin }
         })()
