@@ -136,9 +136,10 @@ try {
   const cpuAfter = cpuMs(pid) as number
   const served = (await upstreamCount(upstream.origin)) - servedBefore
   console.log(
-    `${route} c=${connections} rules=${rules}: ${result.rps.toFixed(0)} req/s, p50 ${result.p50Ms.toFixed(2)} ms, ` +
+    `${target === "bare" ? "bare proxy" : `${route} rules=${rules}`} c=${connections}: ${result.rps.toFixed(0)} req/s, ` +
+      `p50 ${result.p50Ms.toFixed(2)} ms, ` +
       `p99 ${result.p99Ms.toFixed(2)} ms, errors ${result.errors}; ` +
-      `svc ${((cpuAfter - cpuBefore) / served).toFixed(3)} ms CPU/request over ${served} requests, ` +
+      `${target === "bare" ? "proxy" : "svc"} ${((cpuAfter - cpuBefore) / served).toFixed(3)} ms CPU/request over ${served} requests, ` +
       `RSS ${rssMb(pid)?.toFixed(0)} MB`
   )
   if (rssRequests > 0) {
