@@ -7,24 +7,14 @@ import { Agent } from "undici"
 import { guardedConnector, type Resolver, systemResolver } from "./GuardedConnector.ts"
 import type { OutboundError } from "./OutboundError.ts"
 import { type OutboundPolicy, type OutboundRequest, prepareOutbound } from "./OutboundGuard.ts"
-import {
-  type CollectCallbacks,
-  collectResponse,
-  type OutboundResponse,
-  type OutboundTimeouts,
-  startCollect
-} from "./ResponseCollector.ts"
-import {
-  type ChunkObserver,
-  type StreamCallbacks,
-  type StreamedResponse,
-  startStreamExchange,
-  streamExchange
-} from "./StreamingExchange.ts"
+import { type ExchangeCallbacks, exchangeEffect } from "./ExchangeCallbacks.ts"
+import { type OutboundResponse, type OutboundTimeouts, startCollect } from "./ResponseCollector.ts"
+import { type ChunkObserver, type StreamedResponse, startStreamExchange } from "./StreamingExchange.ts"
 
 export type { OutboundPolicy, OutboundRequest } from "./OutboundGuard.ts"
-export type { CollectCallbacks, OutboundResponse, OutboundTimeouts } from "./ResponseCollector.ts"
-export type { ChunkObserver, StreamCallbacks, StreamedResponse, StreamOutcome } from "./StreamingExchange.ts"
+export type { ExchangeCallbacks } from "./ExchangeCallbacks.ts"
+export type { OutboundResponse, OutboundTimeouts } from "./ResponseCollector.ts"
+export type { ChunkObserver, StreamedResponse, StreamOutcome } from "./StreamingExchange.ts"
 
 /** What one call of `Outbound.send` is held to. */
 export interface SendOptions {
@@ -58,7 +48,11 @@ export class Outbound extends Context.Service<
      * `send` in plain code (the proxy's fast path): the whole answer or the failure is reported to
      * `callbacks` (a refused request at once); answers a function that abandons the exchange.
      */
-    sendPlain(request: OutboundRequest, options: SendOptions, callbacks: CollectCallbacks): () => void
+    sendPlain(
+      request: OutboundRequest,
+      options: SendOptions,
+      callbacks: ExchangeCallbacks<OutboundResponse>
+    ): () => void
     /**
      * Like `send`, but the request body may be a stream and the response body streams back
      * (`maxResponseBytes` does not apply); `onChunk` sees each response chunk.
@@ -77,7 +71,7 @@ export class Outbound extends Context.Service<
       request: OutboundRequest,
       options: SendOptions,
       onChunk: ChunkObserver | undefined,
-      callbacks: StreamCallbacks
+      callbacks: ExchangeCallbacks<StreamedResponse>
     ): () => void
   }
 >()("@svc/server/outbound/Outbound") {
@@ -108,20 +102,12 @@ export class Outbound extends Context.Service<
         const publicOnly = yield* makeAgent(false)
         const withPrivate = yield* makeAgent(true)
 
-        const send = Effect.fn("Outbound.send")(function* (request: OutboundRequest, sendOptions: SendOptions) {
-          const prepared = prepareOutbound(request, sendOptions.policy)
-          if (!("dispatch" in prepared)) return yield* prepared
-          const agent = prepared.allowPrivateNetworks ? withPrivate : publicOnly
-          return yield* collectResponse(agent, prepared, sendOptions.timeouts, sendOptions.maxResponseBytes)
-        })
-        const stream = (request: OutboundRequest, sendOptions: SendOptions, onChunk?: ChunkObserver) => {
-          const prepared = prepareOutbound(request, sendOptions.policy)
-          if (!("dispatch" in prepared)) return Effect.fail(prepared)
-          const agent = prepared.allowPrivateNetworks ? withPrivate : publicOnly
-          return streamExchange(agent, prepared, sendOptions.timeouts, onChunk)
-        }
         const noop = () => {}
-        const sendPlain = (request: OutboundRequest, sendOptions: SendOptions, callbacks: CollectCallbacks) => {
+        const sendPlain = (
+          request: OutboundRequest,
+          sendOptions: SendOptions,
+          callbacks: ExchangeCallbacks<OutboundResponse>
+        ) => {
           const prepared = prepareOutbound(request, sendOptions.policy)
           if (!("dispatch" in prepared)) {
             callbacks.onFailure(prepared)
@@ -134,7 +120,7 @@ export class Outbound extends Context.Service<
           request: OutboundRequest,
           sendOptions: SendOptions,
           onChunk: ChunkObserver | undefined,
-          callbacks: StreamCallbacks
+          callbacks: ExchangeCallbacks<StreamedResponse>
         ) => {
           const prepared = prepareOutbound(request, sendOptions.policy)
           if (!("dispatch" in prepared)) {
@@ -144,6 +130,11 @@ export class Outbound extends Context.Service<
           const agent = prepared.allowPrivateNetworks ? withPrivate : publicOnly
           return startStreamExchange(agent, prepared, sendOptions.timeouts, onChunk, callbacks)
         }
+        const send = Effect.fn("Outbound.send")(function* (request: OutboundRequest, sendOptions: SendOptions) {
+          return yield* exchangeEffect<OutboundResponse>((callbacks) => sendPlain(request, sendOptions, callbacks))
+        })
+        const stream = (request: OutboundRequest, sendOptions: SendOptions, onChunk?: ChunkObserver) =>
+          exchangeEffect<StreamedResponse>((callbacks) => streamPlain(request, sendOptions, onChunk, callbacks))
         return Outbound.of({ send, sendPlain, stream, streamPlain })
       })
     )

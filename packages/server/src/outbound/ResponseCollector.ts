@@ -2,8 +2,8 @@
  * Dispatches a prepared request and buffers its response under the connect, first-byte and total
  * deadlines and the body cap. Deadlines are wall-clock timers: they bound real socket I/O.
  */
-import { Effect } from "effect"
 import type { Dispatcher } from "undici"
+import type { ExchangeCallbacks } from "./ExchangeCallbacks.ts"
 import { OutboundConnectRefused } from "./GuardedConnector.ts"
 import { stripHopByHop } from "./HopByHop.ts"
 import { OutboundError, type OutboundErrorReason } from "./OutboundError.ts"
@@ -71,15 +71,9 @@ export const responseHeaders = (
 const bodyless = (method: string, status: number): boolean =>
   method.toUpperCase() === "HEAD" || status === 204 || status === 304
 
-/** Where a plain buffered exchange reports: its whole answer, or why there is none (exactly one is called). */
-export interface CollectCallbacks {
-  readonly onResponse: (response: OutboundResponse) => void
-  readonly onFailure: (error: OutboundError) => void
-}
-
 /**
  * Sends `prepared` through `dispatcher` and buffers the response, in plain code (the proxy's fast
- * path): `callbacks.onResponse` once the body is complete, or `callbacks.onFailure`. Answers a
+ * path): `callbacks.onAnswer` once the body is complete, or `callbacks.onFailure`. Answers a
  * function that abandons the exchange (the caller went away); it does nothing once reported.
  */
 export const startCollect = (
@@ -87,7 +81,7 @@ export const startCollect = (
   prepared: PreparedOutbound,
   timeouts: OutboundTimeouts,
   maxResponseBytes: number,
-  callbacks: CollectCallbacks
+  callbacks: ExchangeCallbacks<OutboundResponse>
 ): (() => void) => {
   // A nonsense cap (NaN, negative) fails closed: no body is accepted.
   const cap = Number.isFinite(maxResponseBytes) && maxResponseBytes > 0 ? Math.floor(maxResponseBytes) : 0
@@ -171,7 +165,7 @@ export const startCollect = (
       settled = true
       stopTimers()
       const body = concat(chunks, received)
-      callbacks.onResponse({ status, headers, body, durationMs: Math.round(performance.now() - startedAt) })
+      callbacks.onAnswer({ status, headers, body, durationMs: Math.round(performance.now() - startedAt) })
     },
     onResponseError(_c, error) {
       const { reason, detail } = dispatchFailure(error, started)
@@ -202,18 +196,3 @@ const concat = (chunks: ReadonlyArray<Uint8Array>, size: number): Uint8Array => 
   }
   return body
 }
-
-/** Sends `prepared` through `dispatcher` and buffers the response. */
-export const collectResponse = (
-  dispatcher: Dispatcher,
-  prepared: PreparedOutbound,
-  timeouts: OutboundTimeouts,
-  maxResponseBytes: number
-): Effect.Effect<OutboundResponse, OutboundError> =>
-  Effect.callback<OutboundResponse, OutboundError>((resume) => {
-    const abandon = startCollect(dispatcher, prepared, timeouts, maxResponseBytes, {
-      onResponse: (response) => resume(Effect.succeed(response)),
-      onFailure: (error) => resume(Effect.fail(error))
-    })
-    return Effect.sync(abandon)
-  })

@@ -7,8 +7,8 @@
  * timers; after the headers, the connector's total timeout bounds each silence between chunks
  * (a stream such as server-sent events may last longer than any single deadline).
  */
-import { Effect } from "effect"
 import type { Dispatcher } from "undici"
+import type { ExchangeCallbacks } from "./ExchangeCallbacks.ts"
 import { OutboundError, type OutboundErrorReason } from "./OutboundError.ts"
 import type { PreparedOutbound } from "./OutboundGuard.ts"
 import { RelayBody } from "./RelayBody.ts"
@@ -35,14 +35,8 @@ export interface StreamedResponse {
 /** Per-chunk observer of the response body (recording); must be cheap. */
 export type ChunkObserver = (chunk: Uint8Array) => void
 
-/** Where a plain streamed exchange reports: its head, or why there is none (exactly one is called). */
-export interface StreamCallbacks {
-  readonly onHead: (response: StreamedResponse) => void
-  readonly onFailure: (error: OutboundError) => void
-}
-
 /**
- * Sends `prepared` through `dispatcher` in plain code (the proxy's fast path): `callbacks.onHead`
+ * Sends `prepared` through `dispatcher` in plain code (the proxy's fast path): `callbacks.onAnswer`
  * as soon as the response head arrives, or `callbacks.onFailure`. Answers a function that
  * abandons the exchange before its head arrived (the caller went away); it does nothing after.
  */
@@ -51,7 +45,7 @@ export const startStreamExchange = (
   prepared: PreparedOutbound,
   timeouts: OutboundTimeouts,
   onChunk: ChunkObserver | undefined,
-  callbacks: StreamCallbacks
+  callbacks: ExchangeCallbacks<StreamedResponse>
 ): (() => void) => {
   let controller: Dispatcher.DispatchController | undefined
   let settled = false
@@ -107,7 +101,7 @@ export const startStreamExchange = (
           finish({ bytes, error: "the caller went away" })
         }
       })
-      callbacks.onHead({ status: statusCode, headers: responseHeaders(rawHeaders), body, done })
+      callbacks.onAnswer({ status: statusCode, headers: responseHeaders(rawHeaders), body, done })
     },
     onBodySent(chunk) {
       chunkRelayed(chunk.byteLength)
@@ -152,18 +146,3 @@ export const startStreamExchange = (
     }
   }
 }
-
-/** Sends `prepared` through `dispatcher`; succeeds with the response head as soon as it arrives. */
-export const streamExchange = (
-  dispatcher: Dispatcher,
-  prepared: PreparedOutbound,
-  timeouts: OutboundTimeouts,
-  onChunk?: ChunkObserver
-): Effect.Effect<StreamedResponse, OutboundError> =>
-  Effect.callback<StreamedResponse, OutboundError>((resume) => {
-    const abandon = startStreamExchange(dispatcher, prepared, timeouts, onChunk, {
-      onHead: (response) => resume(Effect.succeed(response)),
-      onFailure: (error) => resume(Effect.fail(error))
-    })
-    return Effect.sync(abandon)
-  })

@@ -103,7 +103,7 @@ export const envelopeFastRoute = (outbound: Outbound["Service"]): FastRoute<Fast
       upstreamRequest(request, injected),
       { ...options, maxResponseBytes: maxEnvelopeResponseBytes },
       {
-        onResponse: (answer) => {
+        onAnswer: (answer) => {
           captures?.response.push(answer.body)
           callbacks.onAnswer(answer)
         },

@@ -189,10 +189,7 @@ const relayed = () => {}
 /** The `_proxy_raw` route in plain code, for the fast path (`FastExchange.ts`). */
 export const rawFastRoute = (outbound: Outbound["Service"]): FastRoute<RawRequest, StreamedResponse> => ({
   send: (request, injected, options, captures, callbacks) =>
-    outbound.streamPlain(rawOutbound(request, injected, captures), options, responseObserver(captures), {
-      onHead: callbacks.onAnswer,
-      onFailure: callbacks.onFailure
-    }),
+    outbound.streamPlain(rawOutbound(request, injected, captures), options, responseObserver(captures), callbacks),
   whenOver,
   discard,
   relay: (request, answer) => relayRaw(request, answer, relayed),

@@ -9,7 +9,7 @@ import type { Labels } from "@svc/domain/Labels"
 import type { Effect } from "effect"
 import type { BodyCapture } from "../events/BodyCapture.ts"
 import type { InjectedRequest } from "../outbound/CredentialInjection.ts"
-import type { SendOptions } from "../outbound/Outbound.ts"
+import type { ExchangeCallbacks, SendOptions } from "../outbound/Outbound.ts"
 import type { OutboundError, outboundHttpError } from "../outbound/OutboundError.ts"
 import type { TargetError } from "./ProxyTargets.ts"
 import type { SvcAnswer } from "./Stages.ts"
@@ -76,12 +76,6 @@ export interface FastRequest extends CallerRequest {
   readonly response: ServerResponse
 }
 
-/** Where a fast route's upstream exchange reports: its answer, or why there is none (exactly one is called). */
-export interface FastSendCallbacks<U> {
-  readonly onAnswer: (answer: U) => void
-  readonly onFailure: (error: OutboundError) => void
-}
-
 /**
  * A `Route` in plain code, for the fast path (`FastExchange.ts`): the same reading of the answer
  * and the same bytes written, with callbacks instead of effects.
@@ -93,7 +87,7 @@ export interface FastRoute<R extends FastRequest, U extends AnswerHead> {
     injected: InjectedRequest,
     options: SendOptions,
     captures: Captures | undefined,
-    callbacks: FastSendCallbacks<U>
+    callbacks: ExchangeCallbacks<U>
   ) => () => void
   readonly whenOver: (answer: U, over: (error: string | undefined) => void) => void
   readonly discard: (answer: U) => void
