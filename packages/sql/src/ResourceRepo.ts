@@ -20,7 +20,7 @@ export type TableName = "namespaces" | "actors" | "connectors" | "connections" |
 export const idColumnOf = (table: TableName): "id" | "path" => (table === "namespaces" ? "path" : "id")
 
 /** A JSONB parameter (labels, annotations, definitions). */
-export const jsonb = (value: unknown): ReturnType<typeof PgTypes.jsonb> => PgTypes.jsonb(value as never)
+export const jsonb = PgTypes.jsonb
 
 /** Which parent's change must be pushed to descendants. */
 export type PropagationParent = "namespace" | "connector"

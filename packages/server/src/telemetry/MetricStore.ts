@@ -5,6 +5,7 @@
  * (always cumulative). Attribute values are strings, numbers or booleans; the label projection
  * and the value cap are applied before a value reaches here (`Labels.ts`).
  */
+import type { OtlpMetrics } from "effect/observability"
 
 export type AttributeValue = string | number | boolean
 export type Attributes = Readonly<Record<string, AttributeValue>>
@@ -131,8 +132,14 @@ const toKeyValues = (attributes: Attributes) =>
             : { doubleValue: value }
   }))
 
-const CUMULATIVE = 2
-const DELTA = 1
+/** One metric of an OTLP export, and its points, as `OtlpSerialization.metrics` takes them. */
+export type OtlpMetric = OtlpMetrics.MetricsData["resourceMetrics"][number]["scopeMetrics"][number]["metrics"][number]
+type NumberPoint = NonNullable<OtlpMetric["gauge"]>["dataPoints"][number]
+type HistogramPoint = NonNullable<OtlpMetric["histogram"]>["dataPoints"][number]
+type Temporality = NonNullable<OtlpMetric["sum"]>["aggregationTemporality"]
+
+const CUMULATIVE: Temporality = 2
+const DELTA: Temporality = 1
 
 interface Previous {
   value: number
@@ -140,22 +147,33 @@ interface Previous {
   buckets: ReadonlyArray<number>
 }
 
+/** The metrics of one export, and how to make them the baseline of the next (delta). */
+export interface OtlpSnapshot {
+  readonly metrics: Array<OtlpMetric>
+  readonly commit: () => void
+}
+
 /**
  * Snapshots `store` as OTLP `ResourceMetrics` content; with `delta`, each export reports the change
  * since the previous successful one (`commit` makes a snapshot the new baseline).
  */
-export const otlpSnapshotter = (store: MetricStore, temporality: "cumulative" | "delta", startNanos: bigint) => {
+export const otlpSnapshotter = (
+  store: MetricStore,
+  temporality: "cumulative" | "delta",
+  startNanos: bigint
+): ((nowNanos: bigint) => OtlpSnapshot) => {
   let previous = new Map<string, Previous>()
   let previousNanos = startNanos
   return (nowNanos: bigint) => {
     const next = new Map<string, Previous>()
-    const metrics: Array<unknown> = []
+    const metrics: Array<OtlpMetric> = []
     const delta = temporality === "delta"
     const start = String(delta ? previousNanos : startNanos)
     const now = String(nowNanos)
     for (const instrument of store.instruments.values()) {
       const { info } = instrument
-      const points: Array<Record<string, unknown>> = []
+      const points: Array<NumberPoint> = []
+      const histogramPoints: Array<HistogramPoint> = []
       for (const [key, s] of instrument.series) {
         const id = `${info.name}\u0002${key}`
         const before = previous.get(id)
@@ -174,7 +192,7 @@ export const otlpSnapshotter = (store: MetricStore, temporality: "cumulative" | 
           case "histogram": {
             next.set(id, { value: s.value, count: s.count, buckets: s.buckets.slice() })
             const useDelta = delta && before !== undefined
-            points.push({
+            histogramPoints.push({
               attributes,
               startTimeUnixNano: start,
               timeUnixNano: now,
@@ -188,7 +206,7 @@ export const otlpSnapshotter = (store: MetricStore, temporality: "cumulative" | 
           }
         }
       }
-      if (points.length === 0) continue
+      if (points.length === 0 && histogramPoints.length === 0) continue
       const base = { name: info.name, description: info.description, unit: info.unit }
       switch (info.kind) {
         case "counter":
@@ -207,7 +225,7 @@ export const otlpSnapshotter = (store: MetricStore, temporality: "cumulative" | 
         case "histogram":
           metrics.push({
             ...base,
-            histogram: { dataPoints: points, aggregationTemporality: delta ? DELTA : CUMULATIVE }
+            histogram: { dataPoints: histogramPoints, aggregationTemporality: delta ? DELTA : CUMULATIVE }
           })
           break
       }

@@ -139,7 +139,7 @@ export const layer = (
             return [
               serialization.metrics({
                 resourceMetrics: [{ resource: otlpResource, scopeMetrics: [{ scope, metrics }] }]
-              } as never),
+              }),
               Effect.sync(commit)
             ]
           },
@@ -156,7 +156,7 @@ export const layer = (
             body: (logRecords) => [
               serialization.logs({
                 resourceLogs: [{ resource: otlpResource, scopeLogs: [{ scope, logRecords }] }]
-              } as never),
+              }),
               Effect.void
             ],
             shutdownTimeout: Duration.seconds(3)
