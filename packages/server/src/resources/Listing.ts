@@ -19,7 +19,7 @@ import { idColumnOf, ResourceRepo } from "@svc/sql/ResourceRepo"
 import type { SortColumn } from "@svc/sql/ResourceSql"
 import { sortValue } from "@svc/sql/ResourceSql"
 import { Context, Effect, Layer, Result } from "effect"
-import type { EnvelopeRow, Kind } from "./ResourceKinds.ts"
+import { type EnvelopeRow, type Kind, type KindInfo, rowId } from "./ResourceKinds.ts"
 
 /** The query of one list call, as decoded from the request. */
 export interface ListRequest {
@@ -39,7 +39,7 @@ export interface ListPage<A> {
   readonly cursor?: string
 }
 
-const sortColumns = (kind: Kind<EnvelopeRow>): Record<string, SortColumn> => ({
+const sortColumns = (kind: KindInfo): Record<string, SortColumn> => ({
   createdAt: { column: "created_at", type: "timestamptz" },
   updatedAt: { column: "updated_at", type: "timestamptz" },
   name: { column: "name", type: "text" },
@@ -84,7 +84,7 @@ export class Listing extends Context.Service<
         columns: Readonly<Record<string, string>> = {}
       ) =>
         Effect.gen(function* () {
-          const sorts = sortColumns(kind as unknown as Kind<EnvelopeRow>)
+          const sorts = sortColumns(kind)
           let state: CursorState
           if (request.cursor !== undefined) {
             const decoded = decodeCursor(request.cursor)
@@ -143,7 +143,7 @@ export class Listing extends Context.Service<
               ? encodeCursor({
                   filters,
                   order: state.order,
-                  after: { value: sortValue(sortField(last, state.order.field, kind)), id: kind.idOf(last) }
+                  after: { value: sortValue(sortField(last, state.order.field)), id: rowId(last) }
                 })
               : undefined
           const items = yield* Effect.forEach(rows, present)
@@ -159,7 +159,7 @@ export class Listing extends Context.Service<
   )
 }
 
-const sortField = <Row extends EnvelopeRow>(row: Row, field: string, kind: Kind<Row>): unknown => {
+const sortField = (row: EnvelopeRow, field: string): unknown => {
   switch (field) {
     case "createdAt":
       return new Date(row.createdAt.epochMilliseconds)
@@ -168,6 +168,6 @@ const sortField = <Row extends EnvelopeRow>(row: Row, field: string, kind: Kind<
     case "name":
       return row.name
     default:
-      return kind.idOf(row)
+      return rowId(row)
   }
 }

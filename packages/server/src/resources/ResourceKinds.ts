@@ -5,8 +5,8 @@ import { ActorResourceRow, ConnectionRow, ConnectorRow, KeyRow, NamespaceRow, Ra
 import type { PropagationParent, TableName } from "@svc/sql/ResourceRepo"
 import type { DateTime, Schema } from "effect"
 
-/** The columns every resource row has, whatever its identity column. */
-export interface EnvelopeRow {
+/** The columns every resource row has besides its identity. */
+export interface EnvelopeColumns {
   readonly namespace: string
   readonly name: string
   readonly labels: Readonly<Record<string, string>>
@@ -14,6 +14,16 @@ export interface EnvelopeRow {
   readonly createdAt: DateTime.Utc
   readonly updatedAt: DateTime.Utc
 }
+
+/**
+ * A resource row: its identity (`path` for a namespace, `id` for the rest; never both, so the
+ * identity is always the one of the two a row has) and the common columns.
+ */
+export type EnvelopeRow = EnvelopeColumns &
+  ({ readonly id: string; readonly path?: never } | { readonly path: string; readonly id?: never })
+
+/** The identity of a resource row: its namespace path or its id. */
+export const rowId = (row: EnvelopeRow): string => ("path" in row ? row.path : row.id)
 
 /** A resource type: table, label token, permission resource. */
 export interface KindInfo {
@@ -30,17 +40,13 @@ export interface KindInfo {
 /** A resource type with how its rows are decoded and identified. */
 export interface Kind<Row extends EnvelopeRow> extends KindInfo {
   readonly row: Schema.Codec<Row, unknown>
-  readonly idOf: (row: Row) => string
 }
-
-const byId = (row: { readonly id: string }) => row.id
 
 /** A kind of `type` whose table is named like the type; label token and permission from the domain. */
 const kind = <Row extends EnvelopeRow>(
   type: ResourceType,
   noun: string,
-  row: Schema.Top,
-  idOf: (row: Row) => string,
+  row: Schema.Codec<Row, unknown>,
   propagates?: PropagationParent
 ): Kind<Row> => ({
   type,
@@ -48,24 +54,23 @@ const kind = <Row extends EnvelopeRow>(
   rt: resourceTypes[type].rt,
   permission: resourceTypes[type].permission,
   noun,
-  row: row as unknown as Schema.Codec<Row, unknown>,
-  idOf,
+  row,
   propagates
 })
 
-export const namespaces = kind<NamespaceRow>("namespaces", "namespace", NamespaceRow, (row) => row.path, "namespace")
-export const actors = kind<ActorResourceRow>("actors", "actor", ActorResourceRow, byId)
-export const connectors = kind<ConnectorRow>("connectors", "connector", ConnectorRow, byId, "connector")
-export const connections = kind<ConnectionRow>("connections", "connection", ConnectionRow, byId)
-export const keys = kind<KeyRow>("keys", "key", KeyRow, byId)
-export const rateLimits = kind<RateLimitRow>("rate_limits", "rate limit", RateLimitRow, byId)
+export const namespaces = kind<NamespaceRow>("namespaces", "namespace", NamespaceRow, "namespace")
+export const actors = kind<ActorResourceRow>("actors", "actor", ActorResourceRow)
+export const connectors = kind<ConnectorRow>("connectors", "connector", ConnectorRow, "connector")
+export const connections = kind<ConnectionRow>("connections", "connection", ConnectionRow)
+export const keys = kind<KeyRow>("keys", "key", KeyRow)
+export const rateLimits = kind<RateLimitRow>("rate_limits", "rate limit", RateLimitRow)
 
 /** Every kind by resource type, for the routes that serve all types alike. */
 export const byType: Readonly<Record<ResourceType, Kind<EnvelopeRow>>> = {
-  namespaces: namespaces as unknown as Kind<EnvelopeRow>,
-  actors: actors as unknown as Kind<EnvelopeRow>,
-  connectors: connectors as unknown as Kind<EnvelopeRow>,
-  connections: connections as unknown as Kind<EnvelopeRow>,
-  keys: keys as unknown as Kind<EnvelopeRow>,
-  rate_limits: rateLimits as unknown as Kind<EnvelopeRow>
+  namespaces,
+  actors,
+  connectors,
+  connections,
+  keys,
+  rate_limits: rateLimits
 }

@@ -20,7 +20,7 @@ import type { NamespaceRow } from "@svc/sql/Rows"
 import { jsonb, ResourceRepo } from "@svc/sql/ResourceRepo"
 import type { NameTaken } from "@svc/sql/ResourceSql"
 import { Context, DateTime, Effect, Layer, Option } from "effect"
-import type { SqlError } from "effect/sql/SqlError"
+import { isSqlError, type SqlError } from "effect/sql/SqlError"
 import { ConnectionChanges } from "./ConnectionChanges.ts"
 import * as Kinds from "./ResourceKinds.ts"
 import type { EnvelopeRow, Kind, KindInfo } from "./ResourceKinds.ts"
@@ -59,7 +59,7 @@ export type Guard<Row> = (row: Row) => Effect.Effect<void, ResourceError>
 
 /** Storage failures are defects (a bare 500); domain errors stay typed. */
 export const orDie = <A, E, R>(effect: Effect.Effect<A, E | SqlError, R>): Effect.Effect<A, Exclude<E, SqlError>, R> =>
-  effect.pipe(Effect.catchTag("SqlError" as never, (error: SqlError) => Effect.die(error))) as never
+  Effect.catchIf<A, E | SqlError, R, SqlError, never, never, never>(effect, isSqlError, Effect.die)
 
 const notFound = (kind: KindInfo, id: string) =>
   new NotFound({ error: `${kind.noun} ${id} not found`, code: "not_found" })
@@ -351,7 +351,7 @@ export class ResourceOps extends Context.Service<
       return ResourceOps.of({
         allowed,
         authorizeCreate,
-        load: load as never,
+        load,
         find: (kind, id) => find(kind, id),
         create,
         update,
