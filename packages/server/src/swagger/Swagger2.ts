@@ -188,8 +188,9 @@ const convertOperation = (
   ctx: Ctx
 ): Out => {
   const out: Out = {}
-  const source = op as unknown as Source
-  for (const [key, value] of Object.entries(source)) {
+  // Every field of the operation, extensions (`x-…`) included, which its type does not list.
+  const fields: ReadonlyArray<readonly [string, unknown]> = Object.entries(op)
+  for (const [key, value] of fields) {
     if (key.startsWith("x-") || ["tags", "summary", "description", "externalDocs", "deprecated"].includes(key)) {
       out[key] = rewriteRefsDeep(value)
     }
