@@ -182,7 +182,7 @@ if (profileDir !== undefined) {
   if (files.length === 0) console.log("no profile written")
   for (const file of files) {
     const thread = file.split(".")[4] ?? "?"
-    const kept = path.join("/tmp", `svc-${route}-${Date.now()}-thread${thread}.cpuprofile`)
+    const kept = path.join("/tmp", `svc-${target === "bare" ? "bare" : route}-${Date.now()}-thread${thread}.cpuprofile`)
     fs.copyFileSync(path.join(profileDir, file), kept)
     console.log(`profile of thread ${thread}${thread === "0" ? " (main)" : ""}: ${kept}`)
     console.log(formatProfile(summarizeProfile(kept), Number(option("top", "30"))))
