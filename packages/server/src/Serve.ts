@@ -93,7 +93,10 @@ export const serve = Effect.fnUntraced(function* (
 
 /** `svc migrate`: applies pending migrations to the main and app-metrics databases and exits. */
 export const runMigrations = Effect.fn("Serve.runMigrations")(function* (config: ResolvedConfig) {
-  const applied = yield* Stores.migrate.pipe(Effect.provide(Database.layer(config.database, config.appMetricsDatabase)))
+  const applied = yield* Stores.migrate(
+    config,
+    Console.log("migrations: another process is applying migrations; waiting for it")
+  ).pipe(Effect.provide(Database.layer(config.database, config.appMetricsDatabase)))
   for (const [id, name] of applied.main) yield* Console.log(`main: applied ${String(id).padStart(4, "0")}_${name}`)
   for (const [id, name] of applied.metrics)
     yield* Console.log(`appMetrics: applied ${String(id).padStart(4, "0")}_${name}`)

@@ -96,8 +96,10 @@ describe("ConfigLoader", () => {
         assert.deepStrictEqual(config.appMetricsDatabase, {
           provider: "postgres",
           url: "postgres://svc:p%40ss@db:5432/metrics",
+          directUrl: undefined,
           maxConnections: 10,
-          ssl: false
+          ssl: { mode: "url" },
+          preparedStatements: true
         })
         assert.deepStrictEqual(config.counterStore, {
           provider: "redis",
