@@ -74,9 +74,21 @@ const rootReason = (error: unknown): string => {
   return reason === "" ? "unknown reason" : reason
 }
 
+/** The first `code` of Node's TLS certificate checks found along an error's cause chain. */
+const certificateCode = (error: unknown): string | undefined => {
+  let current: unknown = error
+  for (let depth = 0; depth < 10 && current instanceof Error; depth++) {
+    const code = "code" in current ? current.code : undefined
+    if (typeof code === "string" && /CERT|SELF_SIGNED|UNABLE_TO_(GET|VERIFY)/.test(code)) return code
+    current = current.cause
+  }
+  return undefined
+}
+
 /**
  * What a failed connect says: which server and database (from the URL, never its password) and
- * the driver's reason, with any occurrence of the password masked.
+ * the driver's reason, with any occurrence of the password masked; a certificate the TLS check
+ * refused is named as such.
  */
 export const connectFailureMessage = (url: string, error: unknown): string => {
   let where = "the configured URL"
@@ -89,7 +101,11 @@ export const connectFailureMessage = (url: string, error: unknown): string => {
   } catch {
     // an unparsable URL: say nothing of it, it may hold the password
   }
-  const reason = rootReason(error)
+  const code = certificateCode(error)
+  const reason =
+    code === undefined
+      ? rootReason(error)
+      : `TLS certificate rejected (${code}: ${rootReason(error)}); the server's certificate must be signed by the configured CA (database.ssl.ca, else Node's CA store) and name the host`
   const masked = password === "" ? reason : reason.replaceAll(password, "***")
   return `cannot connect to PostgreSQL at ${where}: ${masked}`
 }
