@@ -48,7 +48,9 @@ const logs = () =>
 
 const ownedShards = async () => {
   try {
-    const response = await fetch(`http://127.0.0.1:${worker!.healthPort}/healthz`, { signal: AbortSignal.timeout(2_000) })
+    const response = await fetch(`http://127.0.0.1:${worker!.healthPort}/healthz`, {
+      signal: AbortSignal.timeout(2_000)
+    })
     return ((await response.json()) as { runner?: { ownedShards?: number } }).runner?.ownedShards ?? 0
   } catch {
     return 0
@@ -164,9 +166,12 @@ describe("svc behind pgbouncer in transaction mode, with direct_url for the sess
     const created = await r.connection(connector.id, { credentials: { api_key: "k-123" } })
     for (const api of apis) {
       for (let i = 0; i < 5; i++) {
-        const answer = await fetch(`http://127.0.0.1:${api.svc.ports.api}/api/v1/connections/${created.id}/_proxy_raw`, {
-          headers: { authorization: `Bearer ${token}`, "x-svc-upstream-url": `${upstream!.origin}/json` }
-        })
+        const answer = await fetch(
+          `http://127.0.0.1:${api.svc.ports.api}/api/v1/connections/${created.id}/_proxy_raw`,
+          {
+            headers: { authorization: `Bearer ${token}`, "x-svc-upstream-url": `${upstream!.origin}/json` }
+          }
+        )
         expect(answer.status, logs()).toBe(200)
         expect(await answer.json()).toEqual({ ok: 1 })
       }
@@ -198,7 +203,11 @@ describe("svc behind pgbouncer in transaction mode, with direct_url for the sess
     const [a, b] = [apis[0]!.svc, apis[1]!.svc]
     const r = resources(a)
     const form = { type: "object", properties: { host: { type: "string" } }, additionalProperties: false }
-    const v1 = { type: "demo", auth: { type: "none" }, setup_flow: { configure: { steps: [{ id: "basics", json_schema: form }] } } }
+    const v1 = {
+      type: "demo",
+      auth: { type: "none" },
+      setup_flow: { configure: { steps: [{ id: "basics", json_schema: form }] } }
+    }
     const connector = await r.publishedConnector(await r.freshNamespace("poolermig"), { definition: v1 })
     const connection = await r.connection(connector.id, { configuration: { host: "h" }, labels: { n: "0" } })
     const v2 = expectStatus<{ version: number }>(

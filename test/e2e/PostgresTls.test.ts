@@ -35,8 +35,7 @@ const writeConfig = (database: ReadonlyArray<string>) =>
     ].join("\n")
   )
 
-const url = (query?: string) =>
-  pg!.url("svc", query).replace("postgres@", `postgres:${password}@`)
+const url = (query?: string) => pg!.url("svc", query).replace("postgres@", `postgres:${password}@`)
 
 /** The one line a failed start prints, after checking it is the only output and shows no secret. */
 const oneLine = (output: string) => {

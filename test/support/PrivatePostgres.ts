@@ -41,8 +41,7 @@ const asServerUser = (command: string, args: ReadonlyArray<string>, timeoutMs = 
     ? exec("runuser", ["-u", "postgres", "--", command, ...args], { timeout: timeoutMs })
     : exec(command, [...args], { timeout: timeoutMs })
 
-const openssl = (args: ReadonlyArray<string>, cwd: string) =>
-  exec("openssl", [...args], { cwd, timeout: 30_000 })
+const openssl = (args: ReadonlyArray<string>, cwd: string) => exec("openssl", [...args], { cwd, timeout: 30_000 })
 
 /** A CA (`<name>.crt`, `<name>.key`) valid for a day. */
 const makeCa = async (dir: string, name: string) => {
@@ -119,7 +118,7 @@ const startOnce = async (): Promise<PrivatePostgres> => {
   }
   try {
     const caPath = await makeCa(dir, "ca")
-    const wrongCaPath = await makeCa(dir, "wrong-ca")
+    await makeCa(dir, "wrong-ca")
     await makeServerCertificate(dir, "ca")
     if (isRoot()) await exec("chown", ["-R", "postgres:postgres", dir], { timeout: 10_000 })
     await asServerUser(`${pgBin}/initdb`, [
@@ -137,12 +136,9 @@ const startOnce = async (): Promise<PrivatePostgres> => {
     // TLS only over TCP; the unix socket stays open for the server's own tools.
     await fs.writeFile(
       path.join(data, "pg_hba.conf"),
-      [
-        "local all all trust",
-        "hostssl all all 127.0.0.1/32 trust",
-        "hostnossl all all 127.0.0.1/32 reject",
-        ""
-      ].join("\n")
+      ["local all all trust", "hostssl all all 127.0.0.1/32 trust", "hostnossl all all 127.0.0.1/32 reject", ""].join(
+        "\n"
+      )
     )
     const options = [
       `-p ${port}`,
@@ -168,7 +164,16 @@ const startOnce = async (): Promise<PrivatePostgres> => {
     (
       await exec(
         "psql",
-        ["-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", sql, `${url(database)}?sslmode=verify-full&sslrootcert=${path.join(dir, "ca.crt")}`],
+        [
+          "-X",
+          "-A",
+          "-t",
+          "-v",
+          "ON_ERROR_STOP=1",
+          "-c",
+          sql,
+          `${url(database)}?sslmode=verify-full&sslrootcert=${path.join(dir, "ca.crt")}`
+        ],
         { timeout: 30_000 }
       )
     ).stdout.trim()

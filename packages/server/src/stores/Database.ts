@@ -83,7 +83,10 @@ export const layer = (
   appMetrics: ResolvedDatabase | "main"
 ): Layer.Layer<SqlClient.SqlClient | AppMetricsSql | DirectSql, SqlError | UnreadableFile> => {
   const mainLayer = clientLayer(main)
-  const directLayer = Layer.effect(DirectSql, Effect.flatMap(SqlClient.SqlClient, (pooled) => directClient(main, pooled)))
+  const directLayer = Layer.effect(
+    DirectSql,
+    Effect.flatMap(SqlClient.SqlClient, (pooled) => directClient(main, pooled))
+  )
   const metricsLayer =
     appMetrics === "main"
       ? Layer.effect(AppMetricsSql, SqlClient.SqlClient)
