@@ -27,7 +27,7 @@ import {
 } from "effect/cluster"
 import { Digest } from "effect/crypto"
 import { RpcSerialization } from "effect/rpc"
-import type { SqlClient } from "effect/sql"
+import { SqlClient } from "effect/sql"
 import type { WorkflowEngine } from "effect/workflow"
 
 /** Options of the single-process runner; every field has a production default. */
@@ -135,6 +135,19 @@ export interface ClusterOptions extends SingleOptions {
   readonly shardsPerGroup?: number | undefined
   /** How often one runner pings the others and marks unreachable ones unhealthy. Default 1 min. */
   readonly runnerHealthCheckInterval?: Duration.Input | undefined
+  /**
+   * The client of runner storage (registrations and shard locks): advisory locks and session
+   * settings need a session, so behind a transaction-mode pooler this is a direct connection.
+   * Default: the ambient `SqlClient`, which message storage always uses.
+   */
+  readonly runnerStorageSql?: SqlClient.SqlClient | undefined
+}
+
+/** SQL runner storage on `options.runnerStorageSql`, else on the ambient `SqlClient`. */
+const runnerStorage = (prefix: { readonly prefix: string }, options: ClusterOptions) => {
+  const storage = Layer.orDie(SqlRunnerStorage.layerWith(prefix))
+  const sql = options.runnerStorageSql
+  return sql === undefined ? storage : Layer.provide(storage, Layer.succeed(SqlClient.SqlClient, sql))
 }
 
 /** Options of a worker's socket runner. */
@@ -178,7 +191,7 @@ export const layerRunner = (
   const sharding = SocketRunner.layer.pipe(
     Layer.provide([health, NodeClusterSocket.layerSocketServer]),
     // One runner storage (one lock connection), also exposed for the health report.
-    Layer.provideMerge(Layer.orDie(SqlRunnerStorage.layerWith(prefix))),
+    Layer.provideMerge(runnerStorage(prefix, options)),
     Layer.provideMerge(SqlMessageStorage.layerWith(prefix)),
     Layer.provide(NodeClusterSocket.layerClientProtocol),
     Layer.provideMerge(config),
@@ -194,7 +207,7 @@ export const layerRunner = (
 export const layerClient = (options: ClusterOptions = {}): Layer.Layer<ClusterServices, never, SqlClient.SqlClient> => {
   const prefix = { prefix: options.tablePrefix ?? singleDefaults.tablePrefix }
   const sharding = SocketRunner.layerClientOnly.pipe(
-    Layer.provide(Layer.orDie(SqlRunnerStorage.layerWith(prefix))),
+    Layer.provide(runnerStorage(prefix, options)),
     Layer.provideMerge(SqlMessageStorage.layerWith(prefix)),
     Layer.provide(NodeClusterSocket.layerClientProtocol),
     Layer.provide([

@@ -25,6 +25,16 @@ import { printBanner, writeAdminToken } from "./StartupBanner.ts"
 import * as Membership from "./worker/Membership.ts"
 import * as Worker from "./worker/Worker.ts"
 
+/** A transaction-mode pooler without `direct_url` cannot hold the shard locks or the migration lock. */
+const warnPoolerWithoutDirectUrl = (config: ResolvedConfig) =>
+  config.database.provider === "postgres" &&
+  !config.database.preparedStatements &&
+  config.database.directUrl === undefined
+    ? Effect.logWarning(
+        "database.prepared_statements is false but database.direct_url is not set: migrations and the cluster's shard locks use database.url, which must then keep sessions (not a transaction-mode pooler)"
+      )
+    : Effect.void
+
 /** Runs the selected services until interrupted (SIGINT/SIGTERM), then shuts down gracefully. */
 // Untraced: the layers are built here, and a span of this call would be the parent of every span
 // the built services start (their captured context), instead of the request's.
@@ -33,6 +43,7 @@ export const serve = Effect.fnUntraced(function* (
   services: ReadonlyArray<ServiceId>,
   options: { readonly migrate: boolean }
 ) {
+  yield* warnPoolerWithoutDirectUrl(config)
   const signingKey = config.auth.signingKey
   if ("generated" in signingKey && (yield* ensureDevSigningKey(signingKey.generated))) {
     yield* Effect.logWarning(
@@ -93,7 +104,11 @@ export const serve = Effect.fnUntraced(function* (
 
 /** `svc migrate`: applies pending migrations to the main and app-metrics databases and exits. */
 export const runMigrations = Effect.fn("Serve.runMigrations")(function* (config: ResolvedConfig) {
-  const applied = yield* Stores.migrate.pipe(Effect.provide(Database.layer(config.database, config.appMetricsDatabase)))
+  yield* warnPoolerWithoutDirectUrl(config)
+  const applied = yield* Stores.migrate(
+    config,
+    Console.log("migrations: another process is applying migrations; waiting for it")
+  ).pipe(Effect.provide(Database.layer(config.database, config.appMetricsDatabase)))
   for (const [id, name] of applied.main) yield* Console.log(`main: applied ${String(id).padStart(4, "0")}_${name}`)
   for (const [id, name] of applied.metrics)
     yield* Console.log(`appMetrics: applied ${String(id).padStart(4, "0")}_${name}`)

@@ -3,7 +3,7 @@
  * imported migration files). Both histories can live in one database: they use separate tables
  * (`schema_migrations`, `app_metrics_schema_migrations`) and disjoint table names.
  */
-import { type Effect, Layer } from "effect"
+import { Effect, Layer } from "effect"
 import { Migrator, type SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import main0001 from "./migrations/main/0001_initial.ts"
@@ -68,3 +68,35 @@ export const layerMain: Layer.Layer<never, Migrator.MigrationError | SqlError, S
 /** Runs `migrateAppMetrics` when built. */
 export const layerAppMetrics: Layer.Layer<never, Migrator.MigrationError | SqlError, SqlClient.SqlClient> =
   Layer.effectDiscard(migrateAppMetrics)
+
+/**
+ * Key of the session-level advisory lock held while migrations are applied on PostgreSQL (one
+ * constant of svc's own; effect/cluster's shard locks use the two-key form, a separate space).
+ */
+export const migrationLockKey = 7_365_727_301_002
+
+/**
+ * Runs `migrations` holding the migration lock on a session reserved from `sql`, which must be a
+ * direct connection (not a transaction-mode pooler): concurrent runs wait for the one applying,
+ * then find the schema current. `onWait` runs once when another run holds the lock.
+ */
+export const withMigrationLock = <A, E, R>(
+  sql: SqlClient.SqlClient,
+  onWait: Effect.Effect<void>,
+  migrations: Effect.Effect<A, E, R>
+): Effect.Effect<A, E | SqlError, R> =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      const session = yield* sql.reserve
+      const tryLock = session.execute(`SELECT pg_try_advisory_lock(${migrationLockKey}) AS locked`, [], undefined)
+      const acquire = Effect.flatMap(tryLock, (rows) =>
+        rows[0]?.locked === true
+          ? Effect.void
+          : Effect.andThen(onWait, session.execute(`SELECT pg_advisory_lock(${migrationLockKey})`, [], undefined))
+      )
+      yield* Effect.acquireRelease(acquire, () =>
+        Effect.ignore(session.execute(`SELECT pg_advisory_unlock(${migrationLockKey})`, [], undefined))
+      )
+      return yield* migrations
+    })
+  )

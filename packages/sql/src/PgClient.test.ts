@@ -20,6 +20,18 @@ describe("PgClient", () => {
       })
   )
 
+  it("names a certificate the TLS check refused as such", () => {
+    const refused = Object.assign(new Error("self-signed certificate in certificate chain"), {
+      code: "SELF_SIGNED_CERT_IN_CHAIN"
+    })
+    assert.strictEqual(
+      PgClient.connectFailureMessage("postgres://svc:pw@db.internal:5433/app", new Error("", { cause: refused })),
+      'cannot connect to PostgreSQL at db.internal:5433, database "app": TLS certificate rejected ' +
+        "(SELF_SIGNED_CERT_IN_CHAIN: self-signed certificate in certificate chain); the server's certificate must be " +
+        "signed by the configured CA (database.ssl.ca, else Node's CA store) and name the host"
+    )
+  })
+
   it("masks the password wherever the driver's reason repeats it", () => {
     const message = PgClient.connectFailureMessage(
       "postgres://svc:hunter2@db.internal/app",

@@ -96,8 +96,10 @@ describe("ConfigLoader", () => {
         assert.deepStrictEqual(config.appMetricsDatabase, {
           provider: "postgres",
           url: "postgres://svc:p%40ss@db:5432/metrics",
+          directUrl: undefined,
           maxConnections: 10,
-          ssl: false
+          ssl: { mode: "url" },
+          preparedStatements: true
         })
         assert.deepStrictEqual(config.counterStore, {
           provider: "redis",
@@ -177,6 +179,67 @@ describe("ConfigLoader", () => {
         assert.deepStrictEqual(yield* problems("rate_limits: { refresh_interval: 4s }"), [
           "rate_limits.refresh_interval: must be at least 5000ms"
         ])
+      })
+    )
+  )
+
+  it.effect("a pooler and TLS: prepared_statements, direct_url and ssl {ca, cert, key} resolve; ssl true stays", () =>
+    withDir((dir) =>
+      Effect.gen(function* () {
+        const rootKey = "encryption: { root_key: { value: AAAA } }\n"
+        const file = yield* write(
+          dir,
+          "svc.yaml",
+          [
+            "database:",
+            "  provider: postgres",
+            "  url: 'postgres://svc@pgbouncer:6432/svc'",
+            "  direct_url: 'postgres://svc@db:5432/svc'",
+            "  prepared_statements: false",
+            "  ssl: { ca: certs/ca.pem, cert: certs/client.pem, key: certs/client.key }",
+            "appMetrics:",
+            "  database: { provider: postgres, url: 'postgres://svc@db:5432/metrics?sslmode=verify-full', ssl: true }",
+            rootKey
+          ].join("\n")
+        )
+        const config = yield* loadConfig({ configPath: file, cwd: "/", env: {} })
+        assert.deepStrictEqual(config.database, {
+          provider: "postgres",
+          url: "postgres://svc@pgbouncer:6432/svc",
+          directUrl: "postgres://svc@db:5432/svc",
+          maxConnections: 10,
+          ssl: {
+            mode: "verified",
+            caPath: path.join(dir, "certs/ca.pem"),
+            certPath: path.join(dir, "certs/client.pem"),
+            keyPath: path.join(dir, "certs/client.key")
+          },
+          preparedStatements: false
+        })
+        assert.deepStrictEqual(config.appMetricsDatabase, {
+          provider: "postgres",
+          url: "postgres://svc@db:5432/metrics?sslmode=verify-full",
+          directUrl: undefined,
+          maxConnections: 10,
+          ssl: { mode: "verified" },
+          preparedStatements: true
+        })
+        const bad = (text: string) =>
+          Effect.flatMap(write(dir, "bad.yaml", `${text}\n${rootKey}`), (path) =>
+            Effect.map(Effect.exit(loadConfig({ configPath: path, cwd: dir, env: {} })), problemsOf)
+          )
+        assert.deepStrictEqual(
+          yield* bad("database: { provider: postgres, url: 'postgres://h/db', ssl: { ca: a.pem, cert: c.pem } }"),
+          ["database.ssl: `cert` and `key` go together (a client certificate needs its key)"]
+        )
+        assert.deepStrictEqual(yield* bad("database: { provider: pglite, direct_url: 'postgres://h/db' }"), [
+          "database.direct_url: only for provider postgres"
+        ])
+        const typo = yield* bad("database: { provider: postgres, url: 'postgres://h/db', prepared_statements: nope }")
+        assert.isTrue(
+          typo.some((p) => p.startsWith("database.prepared_statements")),
+          JSON.stringify(typo)
+        )
       })
     )
   )

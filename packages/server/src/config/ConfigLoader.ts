@@ -21,7 +21,7 @@ import {
   minimumRetentionMs
 } from "./Durations.ts"
 import { resolveClientSecrets, resolveRootKey, resolveSigningKey } from "./SecretSources.ts"
-import type { Listener, ResolvedConfig, ResolvedDatabase } from "./SvcConfig.ts"
+import type { Listener, ResolvedConfig, ResolvedDatabase, ResolvedDatabaseTls } from "./SvcConfig.ts"
 import { resolveTelemetry } from "./TelemetryConfig.ts"
 
 /** The configuration could not be read or is invalid; `problems` name each bad key. */
@@ -127,31 +127,57 @@ export const applyEnvOverrides = (
   return { doc: root, problems }
 }
 
+/** `database.ssl`: `true` or `{ca, cert?, key?}` requires verified TLS; absent or `false` follows the URL's `sslmode`. */
+const resolveDatabaseTls = (
+  ssl: DatabaseConfig["ssl"],
+  at: string,
+  base: string,
+  problems: Array<string>
+): ResolvedDatabaseTls => {
+  if (ssl === undefined || ssl === false) return { mode: "url" }
+  if (ssl === true) return { mode: "verified" }
+  if ((ssl.cert === undefined) !== (ssl.key === undefined)) {
+    problems.push(`${at}.ssl: \`cert\` and \`key\` go together (a client certificate needs its key)`)
+  }
+  return {
+    mode: "verified",
+    caPath: path.resolve(base, ssl.ca),
+    ...(ssl.cert === undefined ? {} : { certPath: path.resolve(base, ssl.cert) }),
+    ...(ssl.key === undefined ? {} : { keyPath: path.resolve(base, ssl.key) })
+  }
+}
+
 const resolveDatabase = (
   db: DatabaseConfig,
   at: string,
-  dataDir: string,
+  dirs: { readonly base: string; readonly dataDir: string },
   problems: Array<string>
 ): ResolvedDatabase => {
   if (db.provider === "pglite") {
-    return { provider: "pglite", path: path.resolve(dataDir, db.path ?? "db") }
+    if (db.direct_url !== undefined) problems.push(`${at}.direct_url: only for provider postgres`)
+    return { provider: "pglite", path: path.resolve(dirs.dataDir, db.path ?? "db") }
   }
-  const maxConnections = db.max_connections ?? 10
-  const ssl = db.ssl ?? false
-  if (db.url !== undefined) return { provider: "postgres", url: db.url, maxConnections, ssl }
+  const common = {
+    provider: "postgres" as const,
+    directUrl: db.direct_url,
+    maxConnections: db.max_connections ?? 10,
+    ssl: resolveDatabaseTls(db.ssl, at, dirs.base, problems),
+    preparedStatements: db.prepared_statements ?? true
+  }
+  if (db.url !== undefined) return { ...common, url: db.url }
   if (db.addresses !== undefined && db.addresses.length > 1) {
     problems.push(`${at}.addresses: exactly one host:port is supported; use \`url\` for anything else`)
   }
   if (db.addresses === undefined || db.addresses.length === 0 || db.database === undefined) {
     problems.push(`${at}: provider postgres needs \`url\`, or \`addresses\` and \`database\``)
-    return { provider: "postgres", url: "", maxConnections, ssl }
+    return { ...common, url: "" }
   }
   const auth =
     db.user === undefined
       ? ""
       : `${encodeURIComponent(db.user)}${db.password === undefined ? "" : `:${encodeURIComponent(db.password)}`}@`
   const url = `postgres://${auth}${db.addresses.join(",")}/${encodeURIComponent(db.database)}`
-  return { provider: "postgres", url, maxConnections, ssl }
+  return { ...common, url }
 }
 
 const publicBaseUrl = (file: ConfigFile, listener: Listener, problems: Array<string>): string => {
@@ -189,10 +215,10 @@ export const resolve = (
     ServiceId,
     Listener
   >
-  const database = resolveDatabase(file.database ?? { provider: "pglite" }, "database", dataDir, problems)
+  const database = resolveDatabase(file.database ?? { provider: "pglite" }, "database", { base, dataDir }, problems)
   const metricsDb = file.appMetrics?.database
   const appMetricsDatabase =
-    metricsDb === undefined ? "main" : resolveDatabase(metricsDb, "appMetrics.database", dataDir, problems)
+    metricsDb === undefined ? "main" : resolveDatabase(metricsDb, "appMetrics.database", { base, dataDir }, problems)
   const cs = file.counter_store
   if (cs?.provider === "redis" && cs.url === undefined) problems.push("counter_store.url: required for provider redis")
   const blob = file.appMetrics?.blobStorage ?? { provider: "filesystem" as const }

@@ -16,6 +16,13 @@ const Concurrency = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 256
 /** A duration such as `15m`, `90s`, `1h30m`, `7d` or `250ms`. */
 export { DurationString }
 
+/** TLS to PostgreSQL with a private CA: PEM file paths, relative to the configuration file. */
+export const DatabaseTls = Schema.Struct({
+  ca: NonEmpty,
+  cert: Schema.optionalKey(NonEmpty),
+  key: Schema.optionalKey(NonEmpty)
+})
+
 /** A database: embedded PGlite (a data directory) or PostgreSQL (a URL or its parts). */
 export const DatabaseConfig = Schema.Struct({
   provider: Schema.Literals(["pglite", "postgres"]),
@@ -26,7 +33,9 @@ export const DatabaseConfig = Schema.Struct({
   user: Schema.optionalKey(NonEmpty),
   password: Schema.optionalKey(Schema.String),
   max_connections: Schema.optionalKey(PositiveInt),
-  ssl: Schema.optionalKey(Schema.Boolean)
+  ssl: Schema.optionalKey(Schema.Union([Schema.Boolean, DatabaseTls])),
+  prepared_statements: Schema.optionalKey(Schema.Boolean),
+  direct_url: Schema.optionalKey(NonEmpty)
 })
 export type DatabaseConfig = typeof DatabaseConfig.Type
 

@@ -7,9 +7,28 @@ import type { ServiceId } from "@svc/domain/Auth"
 import type { ConfigFile, ConfiguredActor } from "./ConfigSchema.ts"
 import type { ResolvedTelemetry } from "./TelemetryConfig.ts"
 
+/** TLS to PostgreSQL: `url` follows the URL's `sslmode`; `verified` requires TLS, checked against `caPath` or Node's CA store. */
+export type ResolvedDatabaseTls =
+  | { readonly mode: "url" }
+  | {
+      readonly mode: "verified"
+      readonly caPath?: string | undefined
+      readonly certPath?: string | undefined
+      readonly keyPath?: string | undefined
+    }
+
 export type ResolvedDatabase =
   | { readonly provider: "pglite"; readonly path: string }
-  | { readonly provider: "postgres"; readonly url: string; readonly maxConnections: number; readonly ssl: boolean }
+  | {
+      readonly provider: "postgres"
+      readonly url: string
+      /** The session connection (migrations, shard locks) that bypasses a pooler; `url` when not configured. */
+      readonly directUrl: string | undefined
+      readonly maxConnections: number
+      readonly ssl: ResolvedDatabaseTls
+      /** Named prepared statements on `url` (off behind a transaction-mode pooler). */
+      readonly preparedStatements: boolean
+    }
 
 export interface Listener {
   readonly host: string

@@ -24,7 +24,7 @@ import { CoolDownStore } from "./CoolDownStore.ts"
 import { CounterStore } from "./CounterStore.ts"
 import * as Database from "./Database.ts"
 import { RateLimitStore } from "./RateLimitStore.ts"
-import { AppMetricsSql } from "./Database.ts"
+import { AppMetricsSql, DirectSql } from "./Database.ts"
 import { Health } from "./Health.ts"
 
 /** The configured counter store: Redis in production, in memory on the embedded default. */
@@ -46,13 +46,24 @@ export const limitStoresLayer = (config: ResolvedConfig) => {
   return Layer.merge(CoolDownStore.layerRedis(redis), RateLimitStore.layerRedis(redis))
 }
 
-/** Applies the main and app-metrics migrations; returns which ran. */
-export const migrate = Effect.gen(function* () {
-  const main = yield* Migrations.migrateMain
-  const metricsClient = yield* AppMetricsSql
-  const metrics = yield* Migrations.migrateAppMetrics.pipe(Effect.provideService(SqlClient.SqlClient, metricsClient))
-  return { main, metrics }
-})
+/**
+ * Applies the main and app-metrics migrations over the direct (session) connections; returns which
+ * ran. On PostgreSQL it holds the migration lock, so processes migrating at once apply them once:
+ * the others wait, then find nothing to apply. `onWait` runs when another process holds the lock.
+ */
+export const migrate = Effect.fn("Stores.migrate")(function* (config: ResolvedConfig, onWait: Effect.Effect<void>) {
+  const direct = yield* DirectSql
+  const metricsDirect =
+    config.appMetricsDatabase === "main"
+      ? direct
+      : yield* Database.directClient(config.appMetricsDatabase, yield* AppMetricsSql)
+  const run = Effect.gen(function* () {
+    const main = yield* Migrations.migrateMain.pipe(Effect.provideService(SqlClient.SqlClient, direct))
+    const metrics = yield* Migrations.migrateAppMetrics.pipe(Effect.provideService(SqlClient.SqlClient, metricsDirect))
+    return { main, metrics }
+  })
+  return config.database.provider === "postgres" ? yield* Migrations.withMigrationLock(direct, onWait, run) : yield* run
+}, Effect.scoped)
 
 /** Every repository of the main database. */
 const repositories = Layer.mergeAll(
@@ -93,7 +104,7 @@ const startup = (config: ResolvedConfig, applyMigrations: boolean) =>
   Layer.effectDiscard(
     Effect.gen(function* () {
       if (applyMigrations) {
-        const applied = yield* migrate
+        const applied = yield* migrate(config, Effect.logInfo("another process is applying migrations; waiting for it"))
         for (const [id, name] of [...applied.main, ...applied.metrics]) {
           yield* Effect.logInfo(`applied migration ${String(id).padStart(4, "0")}_${name}`)
         }

@@ -12,6 +12,7 @@ import type { ServiceId } from "@svc/domain/Auth"
 import type { RunnerState } from "@svc/domain/http/SystemApi"
 import { Context, Duration, Effect, Layer } from "effect"
 import type { ResolvedConfig } from "../config/SvcConfig.ts"
+import { DirectSql } from "../stores/Database.ts"
 
 /** The state of this process's runner, or undefined when it runs none or cannot tell (storage down). */
 export class RunnerStatus extends Context.Service<
@@ -48,18 +49,25 @@ const options = (config: ResolvedConfig): ClusterRuntime.ClusterOptions => ({
   entityMaxIdleTime: Duration.millis(config.cluster.entityMaxIdleTimeMs)
 })
 
-/** The cluster runtime of this process and its `RunnerStatus`; needs the main `SqlClient`. */
-export const layer = (config: ResolvedConfig, services: ReadonlyArray<ServiceId>) => {
-  if (!services.includes("worker")) {
-    return Layer.merge(ClusterRuntime.layerClient(options(config)), RunnerStatus.layerNone)
-  }
-  const runtime =
-    config.database.provider === "pglite"
-      ? ClusterRuntime.layerSingle(options(config))
-      : ClusterRuntime.layerRunner({
-          ...options(config),
-          listen: { host: config.cluster.runner.host, port: config.cluster.runner.port },
-          advertise: { host: config.cluster.runner.advertisedHost, port: config.cluster.runner.port }
-        })
-  return runnerStatus.pipe(Layer.provideMerge(runtime))
-}
+/**
+ * The cluster runtime of this process and its `RunnerStatus`; message storage is on the main
+ * `SqlClient`, runner storage (the shard locks, which need a session) on `DirectSql`.
+ */
+export const layer = (config: ResolvedConfig, services: ReadonlyArray<ServiceId>) =>
+  Layer.unwrap(
+    Effect.map(DirectSql, (runnerStorageSql) => {
+      const clusterOptions = { ...options(config), runnerStorageSql }
+      if (!services.includes("worker")) {
+        return Layer.merge(ClusterRuntime.layerClient(clusterOptions), RunnerStatus.layerNone)
+      }
+      const runtime =
+        config.database.provider === "pglite"
+          ? ClusterRuntime.layerSingle(options(config))
+          : ClusterRuntime.layerRunner({
+              ...clusterOptions,
+              listen: { host: config.cluster.runner.host, port: config.cluster.runner.port },
+              advertise: { host: config.cluster.runner.advertisedHost, port: config.cluster.runner.port }
+            })
+      return runnerStatus.pipe(Layer.provideMerge(runtime))
+    })
+  )
