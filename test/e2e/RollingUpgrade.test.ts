@@ -103,7 +103,7 @@ const definition = (configure: Record<string, unknown>, up?: string) => ({
 /** Computes for a while (no clock in hooks: a bounded loop), then increments what it sees. */
 const slowCountingHook = `(() => {
   let x = 0
-  for (let i = 0; i < 3000000; i++) x = (x + i) % 7
+  for (let i = 0; i < 1000000; i++) x = (x + i) % 7
   return {
     config: { set: { count: (cfg.count || 0) + 1, spin: x } },
     labels: { set: { n: String(Number(labels.n || "0") + 1) } },
