@@ -1,14 +1,16 @@
 /**
  * A rolling upgrade's moves under load (issue item 6, docs/operations.md "Deploying a new
  * version"): on PostgreSQL + Redis, `svc migrate`, then worker A and an api process of this
- * build; steady proxied load (4 loops, each request bounded) runs through the api process the
+ * build; steady proxied load (4 loops, each request bounded) runs through an api process the
  * whole time while
  *
  * - worker B joins and takes a share of the shards;
  * - version migrations (a hook that computes for a while) over several connections and a
  *   disconnect-all are started while B is up, and B is stopped with SIGTERM while they run (it
  *   leaves and hands its shards back);
- * - worker C joins, a second batch of migrations starts, and C is killed with SIGKILL mid-run.
+ * - worker C joins, a second batch of migrations starts, and C is killed with SIGKILL mid-run;
+ * - a second api process starts, the load moves to it (as a load balancer would), and the first
+ *   gets SIGTERM with requests in flight (it drains them).
  *
  * Asserted: every proxied request answered 2xx (the count and latencies are printed), every task
  * ends `completed` within a bound with its effects applied once, no task lock or migration lock
@@ -40,13 +42,28 @@ let workspace: ProductionWorkspace | undefined
 let upstream: Upstream | undefined
 let token = ""
 const workers: Array<Worker> = []
-let api: { readonly ports: Ports; readonly running: RunningSvc; readonly svc: Svc } | undefined
+interface ApiProcess {
+  readonly name: string
+  readonly ports: Ports
+  readonly running: RunningSvc
+  readonly svc: Svc
+}
+
+/** Every api process started; `api` is the one the "load balancer" (the load loops, the test's calls) routes to. */
+const apis: Array<ApiProcess> = []
+let api: ApiProcess | undefined
+
+const startApi = async (name: string): Promise<ApiProcess> => {
+  const started = { name, ...(await startApiProcess(workspace!.dir, token)) }
+  apis.push(started)
+  return started
+}
 
 const alive = (w: Worker) => w.process.child.exitCode === null && w.process.child.signalCode === null
 
 const logs = () =>
-  [...workers.map((w) => [w.name, w.process] as const), ["api", api?.running] as const]
-    .map(([name, p]) => `--- ${name}:\n${p?.output().slice(-3000) ?? ""}`)
+  [...workers.map((w) => [w.name, w.process] as const), ...apis.map((a) => [`api ${a.name}`, a.running] as const)]
+    .map(([name, p]) => `--- ${name}:\n${p.output().slice(-3000)}`)
     .join("\n")
 
 const ownedShards = async (w: Worker) => {
@@ -214,11 +231,11 @@ beforeAll(async () => {
   token = await workspace.opsToken("2h")
   await startWorker("A")
   await settled()
-  api = await startApiProcess(workspace.dir, token)
+  api = await startApi("1")
 }, 180_000)
 
 afterAll(async () => {
-  await Promise.all([...workers.map((w) => w.process.stop("SIGKILL")), api?.running.stop("SIGKILL")])
+  await Promise.all([...workers.map((w) => w.process.stop("SIGKILL")), ...apis.map((a) => a.running.stop("SIGKILL"))])
   await upstream?.close()
   await workspace?.close()
 }, 60_000)
@@ -270,7 +287,8 @@ describe("rolling upgrade moves under proxied load (PostgreSQL + Redis)", () => 
       // B leaves (SIGTERM) while the runs are under way: once it has logged a hook run of this batch.
       const hookOnB = () =>
         first.ids.some((id) => b.process.output().includes(`running hook v2.up of connection ${id}`))
-      await eventually(
+      // (Were every run on A's shards, B would leave without having run any: logged, not failed.)
+      const ranOnB = await eventually(
         async () => hookOnB(),
         (seen) => seen,
         60_000
@@ -279,7 +297,8 @@ describe("rolling upgrade moves under proxied load (PostgreSQL + Redis)", () => 
       const stoppedAt = Date.now()
       const code = await b.process.stop("SIGTERM")
       console.log(
-        `${at()}: SIGTERM of worker B with ${beforeStop.filter((t) => t.state === "active").length}/` +
+        `${at()}: SIGTERM of worker B (${ranOnB ? "running" : "not running"} hooks of this batch) with ` +
+          `${beforeStop.filter((t) => t.state === "active").length}/` +
           `${taskIds.length} tasks active: exited ${code} after ${Date.now() - stoppedAt} ms`
       )
       expect(code, logs()).toBe(0)
@@ -304,6 +323,19 @@ describe("rolling upgrade moves under proxied load (PostgreSQL + Redis)", () => 
         `${at()}: SIGKILL of worker C with ${beforeKill.filter((t) => t.state === "active").length}/` +
           `${secondIds.length} tasks of the second batch active`
       )
+
+      // The api process is replaced the way a load balancer does it: a new one starts, traffic moves
+      // to it, then the old one gets SIGTERM and drains what it still has in flight.
+      const previous = api!
+      const next = await startApi("2")
+      api = next
+      const drainStarted = Date.now()
+      const drained = await previous.running.stop("SIGTERM")
+      console.log(
+        `${at()}: api process ${next.name} took the traffic; ${previous.name} exited ${drained} ` +
+          `${Date.now() - drainStarted} ms after SIGTERM`
+      )
+      expect(drained, logs()).toBe(0)
 
       // Every task ends within a bound, on worker A alone.
       const all = [...taskIds, ...secondIds]
