@@ -67,9 +67,8 @@ const touchEntities = (url: string, ids: ReadonlyArray<string>) =>
         if (!line.startsWith("{")) continue
         const message = JSON.parse(line) as { ready?: boolean; ok?: boolean; error?: string }
         if (message.ready) {
-          ids.forEach((id, i) =>
-            child.stdin?.write(`${JSON.stringify({ id: i + 1, op: "report429", connectionId: id })}\n`)
-          )
+          const commands = ids.map((id, i) => JSON.stringify({ id: i + 1, op: "report429", connectionId: id }))
+          child.stdin?.write(`${commands.join("\n")}\n`)
         } else if (message.ok !== true) {
           child.kill("SIGKILL")
           reject(new Error(`entity call failed: ${message.error}`))
