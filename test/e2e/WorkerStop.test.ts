@@ -146,18 +146,25 @@ describe("worker SIGTERM while both cores are busy", () => {
     // Let the burners take the cores before the signal.
     await new Promise((resolve) => setTimeout(resolve, 500))
     const offset = stopping.process.output().length
+    const signalled = Date.now()
     const code = await stopping.process.stop("SIGTERM")
-    for (const child of burners) child.kill("SIGKILL")
-    const after = stopping.process.output().slice(offset)
-    const lines = after.split("\n").filter((line) => line.trim() !== "")
-    console.log(`worker shutdown under load: exit ${code}, ${lines.length} log line(s)\n${after.slice(0, 3000)}`)
-    expect(code, after).toBe(0)
-    expect(lines.length, after).toBeLessThan(10)
-    expect(after).not.toMatch(/\n\s+at /)
+    const exitMs = Date.now() - signalled
+    // Still under load: the other worker takes every shard.
     const owned = await eventually(
       () => health(staying),
       (h) => h.runner?.ownedShards === totalShards
     )
+    const takeoverMs = Date.now() - signalled
+    for (const child of burners) child.kill("SIGKILL")
+    const after = stopping.process.output().slice(offset)
+    const lines = after.split("\n").filter((line) => line.trim() !== "")
+    console.log(
+      `worker SIGTERM under load: exit ${code} after ${exitMs} ms, ${lines.length} log line(s); ` +
+        `the other worker owned all ${totalShards} shards ${takeoverMs} ms after the signal\n${after.slice(0, 3000)}`
+    )
+    expect(code, after).toBe(0)
+    expect(lines.length, after).toBeLessThan(10)
+    expect(after).not.toMatch(/\n\s+at /)
     expect(owned.runner?.ownedShards).toBe(totalShards)
   }, 120_000)
 })
