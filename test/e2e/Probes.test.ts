@@ -3,7 +3,7 @@
  * embedded process (all four services) and production processes (PostgreSQL, a private Redis).
  * `/readyz` answers 503 with the standard error body (`not_ready`) during the shutdown delay
  * while `/livez` stays 200, on `public` and `admin-api` while the counter store is down (not on
- * `api`, whose rate limits fail open), and 200 again once it is back; the process exits 0.
+ * `api`, whose rate limits fail open); the process exits 0. Probes stay out of the HTTP metrics.
  */
 import * as fs from "node:fs/promises"
 import * as https from "node:https"
@@ -58,7 +58,10 @@ describe("probes of the embedded process", () => {
   beforeAll(async () => {
     dir = await tempDir("svc-e2e-probes-")
     ports = await freePorts()
-    svc = startSvc(["serve"], { cwd: dir, env: { ...portEnv(ports), SVC__http__shutdown_delay: "3s" } })
+    svc = startSvc(["serve"], {
+      cwd: dir,
+      env: { ...portEnv(ports), SVC__http__shutdown_delay: "3s", SVC__telemetry__prometheus__enabled: "true" }
+    })
     await waitForHttp(`http://127.0.0.1:${ports.api}/ping`, svc)
     await eventually(
       () => probe(ports, "worker", "/readyz"),
@@ -76,6 +79,21 @@ describe("probes of the embedded process", () => {
       expect(await probe(ports, service, "/livez"), service).toEqual(ok)
       expect(await probe(ports, service, "/readyz"), service).toEqual(ok)
     }
+  })
+
+  it("leaves the probes out of the HTTP metrics, as /healthz", async () => {
+    for (let i = 0; i < 3; i++) {
+      await probe(ports, "api", "/livez")
+      await probe(ports, "api", "/readyz")
+    }
+    await fetch(`http://127.0.0.1:${ports.api}/openapi.json`)
+    const metrics = await (await fetch(`http://127.0.0.1:${ports.api}/metrics`)).text()
+    // Every request so far was a probe or /ping, but the one /openapi.json: only it is counted.
+    const counted = [...metrics.matchAll(/^http_server_request_duration_seconds_count\{[^}]*\} (\d+)$/gm)]
+    expect(
+      counted.reduce((n, m) => n + Number(m[1]), 0),
+      metrics
+    ).toBe(1)
   })
 
   it("publishes both probes in the Swagger document of the api", async () => {
