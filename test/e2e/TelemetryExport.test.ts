@@ -258,7 +258,7 @@ describe("telemetry configuration", () => {
       signals: { traces: true, metrics: true, logs: true },
       injectOutboundDefault: false
     })
-    expect([...fromEnv.excludedPaths].sort()).toEqual(["/healthz", "/ping"])
+    expect([...fromEnv.excludedPaths].sort()).toEqual(["/healthz", "/livez", "/ping", "/readyz"])
     const yamlWins = resolveTelemetry(
       {
         enabled: true,

@@ -9,7 +9,7 @@
  * (`Entity.toLayer`) and workflow layers (`Workflow.toLayer`) are provided with a runner layer.
  */
 import { NodeClusterSocket } from "@effect/platform-node"
-import { Effect, Equal, Layer, Option } from "effect"
+import { Effect, Equal, Layer, Option, Semaphore } from "effect"
 import type { Duration } from "effect"
 import {
   ClusterWorkflowEngine,
@@ -158,6 +158,34 @@ export interface RunnerOptions extends ClusterOptions {
   readonly advertise: Address
 }
 
+/**
+ * Shard lock releases one at a time. Sharding releases every shard in its own fiber, and on
+ * PostgreSQL each release is two statements on the one lock connection, under a deadline of the
+ * lock refresh interval that counts the time spent queued behind the others. Handing 300 shards
+ * off on a busy machine queued 600 statements at once: the later ones passed their deadline,
+ * each logged "Could not release shards" with a stack trace and replaced the lock connection,
+ * and the retries met the same queue. One at a time, each release's deadline covers only its
+ * own two statements; the lock refresh, which uses the same connection, waits behind at most one.
+ */
+export const serialShardReleases: Layer.Layer<RunnerStorage.RunnerStorage, never, RunnerStorage.RunnerStorage> =
+  Layer.effect(
+    RunnerStorage.RunnerStorage,
+    Effect.gen(function* () {
+      const storage = yield* RunnerStorage.RunnerStorage
+      const one = yield* Semaphore.make(1)
+      return RunnerStorage.RunnerStorage.of({
+        register: storage.register,
+        unregister: storage.unregister,
+        getRunners: storage.getRunners,
+        setRunnerHealth: storage.setRunnerHealth,
+        acquire: storage.acquire,
+        refresh: storage.refresh,
+        release: (address, shardId) => one.withPermits(1)(storage.release(address, shardId)),
+        releaseAll: storage.releaseAll
+      })
+    })
+  )
+
 const clusterShardingConfig = (options: ClusterOptions): ShardingOverrides => {
   const config = shardingConfig(options)
   if (options.shardsPerGroup !== undefined) config.shardsPerGroup = options.shardsPerGroup
@@ -191,7 +219,7 @@ export const layerRunner = (
   const sharding = SocketRunner.layer.pipe(
     Layer.provide([health, NodeClusterSocket.layerSocketServer]),
     // One runner storage (one lock connection), also exposed for the health report.
-    Layer.provideMerge(runnerStorage(prefix, options)),
+    Layer.provideMerge(serialShardReleases.pipe(Layer.provide(runnerStorage(prefix, options)))),
     Layer.provideMerge(SqlMessageStorage.layerWith(prefix)),
     Layer.provide(NodeClusterSocket.layerClientProtocol),
     Layer.provideMerge(config),

@@ -76,7 +76,7 @@ export const serve = Effect.fnUntraced(function* (
     Layer.provideMerge(shared)
   )
   const boundPorts = new Map<ServiceId, number>()
-  const drain = Servers.makeDrain(config.http.drainTimeoutMs)
+  const drain = Servers.makeDrain(config.http.drainTimeoutMs, config.http.shutdownDelayMs)
   const app = Layer.mergeAll(
     Servers.layer(config, services, adminTls).pipe(
       Layer.provide(Layer.succeed(Servers.BoundPorts, boundPorts)),

@@ -70,11 +70,11 @@ const withConfig = <A, E, R>(path: Option.Option<string>, f: (config: ResolvedCo
 
 /**
  * The shutdown deadline: once SIGTERM/SIGINT arrives, the process exits within
- * `http.drain_timeout` + 2 s even if something hangs (then with exit code 1 and one line).
+ * `http.shutdown_delay` + `http.drain_timeout` + 2 s even if something hangs (then with exit code 1 and one line).
  */
 const armShutdownDeadline = (config: ResolvedConfig) =>
   Effect.sync(() => {
-    const ms = config.http.drainTimeoutMs + shutdownGraceMs
+    const ms = config.http.shutdownDelayMs + config.http.drainTimeoutMs + shutdownGraceMs
     const arm = () => {
       setTimeout(() => {
         process.stderr.write(`svc: shutdown did not finish within ${ms} ms; exiting\n`)

@@ -2,6 +2,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { ServiceId } from "../Auth.ts"
+import { ServiceUnavailable } from "../Errors.ts"
 
 /** Reachability of one store: `ok`, or `unavailable` with a short reason. */
 export const StoreCheck = Schema.Struct({
@@ -34,6 +35,10 @@ export const Health = Schema.Struct({
 }).annotate({ identifier: "Health" })
 export type Health = typeof Health.Type
 
+/** Body of a passing `GET /livez` or `GET /readyz`. */
+export const ProbeOk = Schema.Struct({ status: Schema.Literal("ok") }).annotate({ identifier: "ProbeOk" })
+export type ProbeOk = typeof ProbeOk.Type
+
 export class SystemApi extends HttpApiGroup.make("system", { topLevel: true })
   .add(
     HttpApiEndpoint.get("ping", "/ping", {
@@ -42,6 +47,20 @@ export class SystemApi extends HttpApiGroup.make("system", { topLevel: true })
     HttpApiEndpoint.get("healthz", "/healthz", {
       success: Health,
       error: Health.pipe(HttpApiSchema.status(503))
-    }).annotate(OpenApi.Description, "Readiness: 200 when every store the service needs answers, else 503.")
+    }).annotate(OpenApi.Description, "Readiness: 200 when every store the service needs answers, else 503."),
+    HttpApiEndpoint.get("livez", "/livez", {
+      success: ProbeOk,
+      error: ServiceUnavailable
+    }).annotate(
+      OpenApi.Description,
+      "Kubernetes liveness: 200 while the event loop keeps up; 503 `not_live` when its last measured lag is over 5 s."
+    ),
+    HttpApiEndpoint.get("readyz", "/readyz", {
+      success: ProbeOk,
+      error: ServiceUnavailable
+    }).annotate(
+      OpenApi.Description,
+      "Kubernetes readiness: 200 when the service takes traffic; 503 `not_ready` while shutting down or while a store it cannot work without is unreachable (a worker: also while its runner is not registered)."
+    )
   )
   .annotate(OpenApi.Title, "System") {}

@@ -241,7 +241,8 @@ export const resolve = (
         : { certPath: path.resolve(base, tls.cert_path), keyPath: path.resolve(base, tls.key_path), selfSigned: false },
     http: {
       maxBodyBytes: file.http?.max_body_bytes ?? 1024 * 1024,
-      drainTimeoutMs: durationMs(file.http?.drain_timeout, defaultDrainTimeoutMs)
+      drainTimeoutMs: durationMs(file.http?.drain_timeout, defaultDrainTimeoutMs),
+      shutdownDelayMs: durationMs(file.http?.shutdown_delay, 0)
     },
     database,
     appMetricsDatabase,

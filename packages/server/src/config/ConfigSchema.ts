@@ -144,7 +144,8 @@ export const ConfigFile = Schema.Struct({
   http: Schema.optionalKey(
     Schema.Struct({
       max_body_bytes: Schema.optionalKey(PositiveInt),
-      drain_timeout: Schema.optionalKey(DurationString)
+      drain_timeout: Schema.optionalKey(DurationString),
+      shutdown_delay: Schema.optionalKey(DurationString)
     })
   ),
   database: Schema.optionalKey(DatabaseConfig),

@@ -86,8 +86,10 @@ export interface ResolvedConfig {
   /**
    * `drainTimeoutMs`: on SIGTERM/SIGINT, how long in-flight requests may take to finish before
    * their connections are closed (the process exits within it plus `shutdownGraceMs`).
+   * `shutdownDelayMs`: on SIGTERM/SIGINT, how long `/readyz` answers 503 while the listeners
+   * still serve, before the drain starts (a load balancer stops sending first).
    */
-  readonly http: { readonly maxBodyBytes: number; readonly drainTimeoutMs: number }
+  readonly http: { readonly maxBodyBytes: number; readonly drainTimeoutMs: number; readonly shutdownDelayMs: number }
   readonly database: ResolvedDatabase
   /** The app-metrics database; `main` shares the main database (spec 8.2 allows it). */
   readonly appMetricsDatabase: ResolvedDatabase | "main"

@@ -126,7 +126,7 @@ export const resolveTelemetry = (
       metrics: t.signals?.metrics ?? true,
       logs: t.signals?.logs ?? true
     },
-    excludedPaths: new Set(t.http?.excludedPaths ?? ["/ping", "/healthz"]),
+    excludedPaths: new Set(t.http?.excludedPaths ?? ["/ping", "/healthz", "/livez", "/readyz"]),
     spanAttributeLabels: t.proxy?.spanAttributeLabels ?? [],
     metricDimensionLabels: t.proxy?.metricDimensionLabels ?? [],
     // spec 8.1: off unless a positive integer is set

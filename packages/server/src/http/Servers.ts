@@ -39,6 +39,10 @@ import { AuthenticationLive } from "./AuthenticationLive.ts"
 import { errorResponse, layerErrorHandling, type NotFoundPolicy } from "./ErrorHandling.ts"
 import { layerInputGuard } from "./InputGuard.ts"
 import { AdminApiSystemHttp, ApiSystemHttp, PublicSystemHttp, WorkerSystemHttp } from "./SystemHttp.ts"
+import { EventLoopLag } from "./EventLoopLag.ts"
+import { type NodeServer, ServerDrain } from "./ServerDrain.ts"
+
+export { type Drain, makeDrain, ServerDrain } from "./ServerDrain.ts"
 import { observeRequests } from "../telemetry/Inbound.ts"
 import { TelemetryRuntime } from "../telemetry/TelemetryLayer.ts"
 import { layerBuiltInTracerOff, routeTemplates, routerLayer as telemetryRoutes } from "./ServerTelemetry.ts"
@@ -139,109 +143,6 @@ export interface TlsMaterial {
   readonly key: Buffer
 }
 
-type NodeServer = http.Server | https.Server
-
-/** Drains the HTTP servers of this process on shutdown (SIGTERM/SIGINT). */
-export interface Drain {
-  /** Tracks `server`'s requests from its first one; answers the server. */
-  readonly track: <S extends NodeServer>(server: S) => S
-  /**
-   * The bookkeeping `track` does on each request of `server`, for a request taken before the
-   * `request` listeners run (the proxy's fast path); idempotent per request.
-   */
-  readonly observer: (server: NodeServer) => (request: http.IncomingMessage, response: http.ServerResponse) => void
-  /**
-   * Stops taking requests: the listeners close, every answer not yet started carries
-   * `Connection: close` (its socket closes after it), idle kept-alive sockets close at once and
-   * busy ones as soon as their answer is over. Completes when every connection is gone, or at the
-   * deadline, when the connections left are closed (their requests are cut).
-   */
-  readonly drain: Effect.Effect<void>
-}
-
-/** The drain of this process's servers, shared by every server layer. */
-export class ServerDrain extends Context.Service<ServerDrain, Drain>()("@svc/server/http/ServerDrain") {}
-
-/** A drain whose in-flight requests get at most `timeoutMs` to finish. */
-export const makeDrain = (timeoutMs: number): Drain => {
-  let draining = false
-  const servers = new Map<NodeServer, Set<http.ServerResponse>>()
-
-  const closeAfter = (server: NodeServer, response: http.ServerResponse) => {
-    // Its headers already promised keep-alive: close the socket once the answer is over.
-    response.once("finish", () => setImmediate(() => server.closeIdleConnections()))
-  }
-
-  const observed = new WeakSet<http.ServerResponse>()
-  const observer = (server: NodeServer) => {
-    let inFlight = servers.get(server)
-    if (inFlight === undefined) {
-      inFlight = new Set<http.ServerResponse>()
-      servers.set(server, inFlight)
-    }
-    const set = inFlight
-    return (_request: http.IncomingMessage, response: http.ServerResponse) => {
-      if (observed.has(response)) return
-      observed.add(response)
-      if (draining) {
-        response.shouldKeepAlive = false
-        return
-      }
-      set.add(response)
-      response.once("close", () => set.delete(response))
-    }
-  }
-
-  const track = <S extends NodeServer>(server: S): S => {
-    // Prepended: runs before the request handler writes anything.
-    server.prependListener("request", observer(server))
-    return server
-  }
-
-  const drainOne = (server: NodeServer, inFlight: Set<http.ServerResponse>, deadline: number) =>
-    new Promise<number>((resolve) => {
-      for (const response of inFlight) {
-        if (response.headersSent) closeAfter(server, response)
-        else response.shouldKeepAlive = false
-      }
-      let timer: NodeJS.Timeout | undefined
-      const done = (cut: number) => {
-        if (timer !== undefined) clearTimeout(timer)
-        resolve(cut)
-      }
-      if (!server.listening) return done(0)
-      server.close(() => done(0))
-      server.closeIdleConnections()
-      timer = setTimeout(
-        () => {
-          const cut = inFlight.size
-          server.closeAllConnections()
-          done(cut)
-        },
-        Math.max(0, deadline - Date.now())
-      )
-    })
-
-  const drain = Effect.gen(function* () {
-    if (draining) return
-    draining = true
-    const inFlight = [...servers.values()].reduce((n, set) => n + set.size, 0)
-    yield* Effect.logInfo(`http: draining, ${inFlight} request(s) in flight (deadline ${timeoutMs} ms)`)
-    const deadline = Date.now() + timeoutMs
-    const cut = yield* Effect.promise(() =>
-      Promise.all([...servers.entries()].map(([server, set]) => drainOne(server, set, deadline)))
-    )
-    const total = cut.reduce((n, c) => n + c, 0)
-    if (total > 0) {
-      yield* Effect.logWarning(`http: drain deadline of ${timeoutMs} ms passed; ${total} request(s) cut`)
-    } else {
-      yield* Effect.logInfo("http: drained")
-    }
-  })
-
-  return { track, observer, drain }
-}
-
 const nodeServer = (config: ResolvedConfig, service: ServiceId, tls: TlsMaterial | undefined) =>
   Layer.unwrap(
     Effect.gen(function* () {
@@ -311,4 +212,8 @@ export const serverLayer = (config: ResolvedConfig, service: ServiceId, tls: Tls
 
 /** Every selected service's server; requires the shared Authenticator, Health, `ServerDrain` and `TelemetryRuntime`. */
 export const layer = (config: ResolvedConfig, services: ReadonlyArray<ServiceId>, tls: TlsMaterial | undefined) =>
-  services.map((service) => serverLayer(config, service, tls)).reduce((all, one) => Layer.merge(all, one), Layer.empty)
+  services
+    .map((service) => serverLayer(config, service, tls))
+    .reduce((all, one) => Layer.merge(all, one), Layer.empty)
+    // One event-loop sampler for every server's `/livez`.
+    .pipe(Layer.provide(EventLoopLag.layer))
