@@ -7,6 +7,7 @@
  * entity at the connector's max_retry_after) but nothing on the TLS runner; afterwards the api
  * process still proxies and starts a migration through the TLS runner. Loopback only, bounded.
  */
+import { Effect } from "effect"
 import { spawn } from "node:child_process"
 import * as fs from "node:fs/promises"
 import * as net from "node:net"
@@ -229,9 +230,14 @@ describe("the runner transport with mutual TLS (worker and api on PostgreSQL)", 
 
     const refused = await attack(runnerPort, connectionId)
     expect(refused.ok).toBe(false)
-    const rows = await workspace!.sql<{ consecutive429s: number }>`
-      SELECT consecutive_429s FROM connection_controls WHERE connection_id = ${connectionId}`
-    expect(rows).toEqual([])
+    const stored = (on: ProductionWorkspace) =>
+      Effect.runPromise(
+        on.sql<{ readonly consecutive429s: number }>`
+          SELECT consecutive_429s FROM connection_controls WHERE connection_id = ${connectionId}`
+      )
+    // The plain runner executed the report (its state row); the TLS runner's database has none.
+    expect(await stored(plainWorkspace!)).toEqual([{ consecutive429s: 1 }])
+    expect(await stored(workspace!)).toEqual([])
   }, 60_000)
 
   it("afterwards the api process still proxies and starts a migration through the TLS runner", async () => {
@@ -274,7 +280,8 @@ describe("the runner transport with mutual TLS (worker and api on PostgreSQL)", 
     )
     expect(started.task_id).toMatch(/^tsk_/)
     const moved = await eventually(
-      async () => expectStatus<{ connectorVersion: number }>(await svc.call("GET", `/api/v1/connections/${created.id}`), 200),
+      async () =>
+        expectStatus<{ connectorVersion: number }>(await svc.call("GET", `/api/v1/connections/${created.id}`), 200),
       (connection) => connection.connectorVersion === v2.version
     )
     expect(moved.connectorVersion).toBe(v2.version)
