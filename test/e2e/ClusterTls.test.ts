@@ -93,7 +93,7 @@ const probe = (connect: () => net.Socket, connectEvent: "connect" | "secureConne
   })
 
 // A runner protocol frame would be a length-prefixed msgpack message; any bytes will do.
-const bytes = Buffer.from("00000020" + "de".repeat(32), "hex")
+const bytes = Buffer.from(`00000020${"de".repeat(32)}`, "hex")
 
 describe("the runner transport with mutual TLS (worker and api on PostgreSQL)", () => {
   let workspace: ProductionWorkspace | undefined
