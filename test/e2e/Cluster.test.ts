@@ -4,10 +4,13 @@
  * `Connection` entity; one live instance per connection; SIGKILL and SIGTERM of the owning runner
  * hand the entity over with its cool-down and migration lock intact; a new runner takes shards
  * without losing a lock; an api process keeps proxying while every worker is down. Handoff
- * times are printed (measured, never asserted beyond a generous bound). Loopback only, bounded.
+ * times are printed (measured, never asserted beyond a generous bound). Every process runs the
+ * runner transport over mutual TLS (`cluster.tls`, certificates written once by `svc certs`).
+ * Loopback only, bounded.
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
+import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { caller, eventually, expectStatus, resources, type Svc } from "../support/Api.ts"
@@ -53,8 +56,8 @@ const svcTimings = JSON.stringify({
   entityMessagePollInterval: 1_000
 })
 
-const startClient = async (url: string): Promise<ClusterClient> => {
-  const child: ChildProcess = spawn(process.execPath, [clientMain, url, svcTimings], {
+const startClient = async (url: string, certs: string): Promise<ClusterClient> => {
+  const child: ChildProcess = spawn(process.execPath, [clientMain, url, svcTimings, certs], {
     stdio: ["pipe", "pipe", "pipe"]
   })
   let buffer = ""
@@ -173,12 +176,18 @@ describe("cluster on PostgreSQL: 3 runners, 2 client-only members, 1 api process
     workspace = await productionWorkspace("svc-e2e-cluster-")
     dir = workspace.dir
     url = workspace.url
-    await workspace.writeConfig(["outbound: { allow_private_networks: true }"])
+    const certs = path.join(dir, "certs")
+    const made = await runSvc(["certs", "--out", certs], { cwd: dir })
+    expect(made.code, made.output).toBe(0)
+    await workspace.writeConfig([
+      "outbound: { allow_private_networks: true }",
+      "cluster: { tls: { ca: certs/ca.pem, cert: certs/runner.pem, key: certs/runner-key.pem } }"
+    ])
     const migrated = await runSvc(["migrate"], { cwd: dir })
     expect(migrated.code, migrated.output).toBe(0)
     for (const name of ["w1", "w2", "w3"]) await startWorker(name)
     await settled()
-    clients.push(await startClient(url), await startClient(url))
+    clients.push(await startClient(url, certs), await startClient(url, certs))
   }, 180_000)
 
   afterAll(async () => {

@@ -6,12 +6,15 @@
  *   {"id":1,"op":"report429","connectionId":"cxn_…"}      → {"id":1,"ok":true,"result":…,"ms":1.2}
  *   ops: report429, coolDown, acquire (owner, ttlMs), release (owner), inspect, whereabouts
  *
- *   node clusterClient.ts <postgres url> [<cluster timings>]
+ *   node clusterClient.ts <postgres url> [<cluster timings>] [<certificates directory>]
  *
  * `<cluster timings>` (optional) is a JSON object of `ClusterRuntime.ClusterOptions` durations in
  * milliseconds (e.g. `{"shardLockExpiration":10000,"refreshAssignmentsInterval":1000}`), and
  * `shardsPerGroup`: what an api process takes from its `cluster.*` config. Without it the client
  * runs on the library defaults (35 s lock expiration, 3 s assignment refresh, 1 min health check).
+ * `<certificates directory>` (optional) holds what `svc certs --out` writes (`ca.pem`, `runner.pem`,
+ * `runner-key.pem`): the client then dials the runners over mutual TLS, as an api process with
+ * `cluster.tls` does.
  *
  * It prints `ready` once the cluster client is built and exits when stdin closes, so it never
  * outlives the test that started it.
@@ -19,7 +22,9 @@
 import * as ClusterRuntime from "@svc/cluster/ClusterRuntime"
 import { ConnectionEntity } from "@svc/cluster/ConnectionEntity"
 import * as PgClient from "@svc/sql/PgClient"
-import { Duration, Effect, Layer, Option, Queue } from "effect"
+import { Duration, Effect, Layer, Option, Queue, Redacted } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
 import * as readline from "node:readline"
 
 interface Command {
@@ -30,17 +35,24 @@ interface Command {
   readonly ttlMs?: number
 }
 
-const [url, timings] = process.argv.slice(2)
+const [url, timings, certs] = process.argv.slice(2)
 if (url === undefined) {
-  process.stderr.write("usage: clusterClient.ts <postgres url> [<cluster timings JSON>]\n")
+  process.stderr.write("usage: clusterClient.ts <postgres url> [<cluster timings JSON>] [<certificates directory>]\n")
   process.exit(2)
 }
-const clusterOptions = Object.fromEntries(
-  Object.entries(JSON.parse(timings ?? "{}") as Record<string, number>).map(([key, value]) => [
-    key,
-    key === "shardsPerGroup" ? value : Duration.millis(value)
-  ])
-) as ClusterRuntime.ClusterOptions
+const pem = (file: string) => fs.readFileSync(path.join(certs ?? "", file), "utf8")
+const clusterOptions: ClusterRuntime.ClusterOptions = {
+  ...(Object.fromEntries(
+    Object.entries(JSON.parse(timings ?? "{}") as Record<string, number>).map(([key, value]) => [
+      key,
+      key === "shardsPerGroup" ? value : Duration.millis(value)
+    ])
+  ) as ClusterRuntime.ClusterOptions),
+  tls:
+    certs === undefined
+      ? undefined
+      : { ca: pem("ca.pem"), cert: pem("runner.pem"), key: Redacted.make(pem("runner-key.pem")) }
+}
 
 const write = (line: unknown) => process.stdout.write(`${JSON.stringify(line)}\n`)
 

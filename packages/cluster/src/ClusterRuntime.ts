@@ -2,13 +2,13 @@
  * Cluster runtime layers (ARCHITECTURE "Processes"): effect/cluster sharding with SQL message and
  * runner storage on the ambient `SqlClient` plus the cluster workflow engine, in three shapes:
  * - `layerSingle`: one in-process runner owning every shard, no listener (the embedded default);
- * - `layerRunner`: a runner over the socket transport at an explicit address (a worker process);
+ * - `layerRunner`: a runner over the socket transport (plain, or mutual TLS with `tls`) at an
+ *   explicit address (a worker process);
  * - `layerClient`: client-only (api, admin-api, public processes): calls entities and starts
  *   workflows, owns no shards, opens no listener.
  * Configuration comes only from the options, never from the environment. Entity layers
  * (`Entity.toLayer`) and workflow layers (`Workflow.toLayer`) are provided with a runner layer.
  */
-import { NodeClusterSocket } from "@effect/platform-node"
 import { Effect, Equal, Layer, Option, Semaphore } from "effect"
 import type { Duration } from "effect"
 import {
@@ -29,6 +29,7 @@ import { Digest } from "effect/crypto"
 import { RpcSerialization } from "effect/rpc"
 import { SqlClient } from "effect/sql"
 import type { WorkflowEngine } from "effect/workflow"
+import * as RunnerTransport from "./RunnerTransport.ts"
 
 /** Options of the single-process runner; every field has a production default. */
 export interface SingleOptions {
@@ -136,6 +137,11 @@ export interface ClusterOptions extends SingleOptions {
   /** How often one runner pings the others and marks unreachable ones unhealthy. Default 1 min. */
   readonly runnerHealthCheckInterval?: Duration.Input | undefined
   /**
+   * Mutual TLS on the runner transport (the runner's socket and every connection to a runner);
+   * plain TCP without it. Every process of one cluster must agree.
+   */
+  readonly tls?: RunnerTransport.TlsMaterial | undefined
+  /**
    * The client of runner storage (registrations and shard locks): advisory locks and session
    * settings need a session, so behind a transaction-mode pooler this is a direct connection.
    * Default: the ambient `SqlClient`, which message storage always uses.
@@ -217,11 +223,11 @@ export const layerRunner = (
   })
   const health = RunnerHealth.layerPing.pipe(Layer.provide(Runners.layerRpc))
   const sharding = SocketRunner.layer.pipe(
-    Layer.provide([health, NodeClusterSocket.layerSocketServer]),
+    Layer.provide([health, RunnerTransport.layerSocketServer(options.tls)]),
     // One runner storage (one lock connection), also exposed for the health report.
     Layer.provideMerge(serialShardReleases.pipe(Layer.provide(runnerStorage(prefix, options)))),
     Layer.provideMerge(SqlMessageStorage.layerWith(prefix)),
-    Layer.provide(NodeClusterSocket.layerClientProtocol),
+    Layer.provide(RunnerTransport.layerClientProtocol(options.tls)),
     Layer.provideMerge(config),
     Layer.provide([RpcSerialization.layerSchemaBinary(), Digest.layerWebCrypto])
   )
@@ -237,7 +243,7 @@ export const layerClient = (options: ClusterOptions = {}): Layer.Layer<ClusterSe
   const sharding = SocketRunner.layerClientOnly.pipe(
     Layer.provide(runnerStorage(prefix, options)),
     Layer.provideMerge(SqlMessageStorage.layerWith(prefix)),
-    Layer.provide(NodeClusterSocket.layerClientProtocol),
+    Layer.provide(RunnerTransport.layerClientProtocol(options.tls)),
     Layer.provide([
       ShardingConfig.layer({ ...clusterShardingConfig(options), runnerAddress: Option.none() }),
       RpcSerialization.layerSchemaBinary(),

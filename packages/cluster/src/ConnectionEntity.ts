@@ -7,6 +7,7 @@
  * milliseconds. Handlers: `packages/server/src/worker/ConnectionEntityLive.ts`.
  */
 import { ConnectionEntityType } from "@svc/domain/DurableNames"
+import { maxMigrationLockTtlMs } from "@svc/domain/Migration"
 import { Schema } from "effect"
 import { ClusterSchema, Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
@@ -63,6 +64,8 @@ export type CoolDownSettings = typeof CoolDownSettings.Type
  * `retryAfterMs` when one parsed): the streak grows, the cool-down length follows spec 2.9 under
  * `settings` (the spec defaults when absent), the end moves to the later of the current end and
  * the new one, and it is published to the cool-down store. Replies the resulting cool-down.
+ * The entity bounds what a caller can ask for: the length never exceeds the `max_retry_after` of
+ * the connector version the connection is on, and `observedAt` is never later than its clock.
  */
 export const ReportUpstream429 = Rpc.make("reportUpstream429", {
   payload: {
@@ -85,12 +88,13 @@ export const GetCoolDown = Rpc.make("coolDown", { success: CoolDown })
 
 /**
  * Takes the migration lock for `owner` for `ttlMs` from now (the entity's clock), unless another
- * owner holds an unexpired lock; the holder calling again renews its hold.
+ * owner holds an unexpired lock; the holder calling again renews its hold. A hold is never longer
+ * than the longest task timeout plus the lock grace (`maxMigrationLockTtlMs`).
  */
 export const AcquireMigrationLock = Rpc.make("acquireMigrationLock", {
   payload: {
     owner: Schema.NonEmptyString,
-    ttlMs: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 86_400_000 }))
+    ttlMs: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: maxMigrationLockTtlMs }))
   },
   success: AcquireResult
 })

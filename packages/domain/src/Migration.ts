@@ -8,6 +8,12 @@ import { Schema } from "effect"
 /** Longest `timeout_seconds` accepted (one day), as for the lifecycle tasks. */
 export const maxMigrationTimeoutSeconds = 86_400
 
+/** How long a migration lock outlives its task's deadline: the workflow frees it first unless its worker is lost. */
+export const migrationLockGraceMs = 60_000
+
+/** The longest hold of a migration lock: the longest task timeout plus the grace. */
+export const maxMigrationLockTtlMs = maxMigrationTimeoutSeconds * 1000 + migrationLockGraceMs
+
 /** `timeout_seconds` when the body has none (spec 8.1's lifecycle default). */
 export const defaultMigrationTimeoutSeconds = 600
 

@@ -1,5 +1,5 @@
 /**
- * The `svc` executable: `svc serve` and `svc migrate`. The only place that reads `process.env`
+ * The `svc` executable: `svc serve`, `svc migrate` and `svc certs`. The only place that reads `process.env`
  * and `process.argv` and assembles the whole graph.
  */
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
@@ -9,6 +9,7 @@ import { allServiceIds, type ServiceId } from "@svc/domain/Auth"
 import { type ConfigError, loadConfig } from "./config/ConfigLoader.ts"
 import type { ResolvedConfig } from "./config/SvcConfig.ts"
 import { shutdownGraceMs } from "./config/Durations.ts"
+import { writeCertificates } from "./crypto/DevCertificates.ts"
 import { runMigrations, serve } from "./Serve.ts"
 import { stderrLogger } from "./telemetry/Logging.ts"
 import { version } from "./config/Version.ts"
@@ -111,9 +112,45 @@ const migrateCommand = Command.make("migrate", { config: configFlag }, ({ config
   withConfig(config, runMigrations)
 ).pipe(Command.withDescription("Apply pending migrations to the main and app-metrics databases, then exit"))
 
+const certsCommand = Command.make(
+  "certs",
+  {
+    out: Flag.String("out").pipe(Flag.withDescription("Directory to write ca.pem, runner.pem and runner-key.pem into")),
+    host: Flag.String("host").pipe(
+      Flag.withDescription("A further DNS name or IP address the runners are dialled at (repeatable)"),
+      Flag.atLeast(0)
+    )
+  },
+  ({ out, host }) =>
+    writeCertificates(out, host).pipe(
+      Effect.flatMap((paths) =>
+        Console.log(
+          [
+            `wrote ${paths.ca}, ${paths.cert} and ${paths.key}`,
+            "use them on every process of the deployment:",
+            `cluster: { tls: { ca: ${paths.ca}, cert: ${paths.cert}, key: ${paths.key} } }`
+          ].join("\n")
+        )
+      ),
+      Effect.catch((error) =>
+        Console.error(`svc: ${error.message}`).pipe(
+          Effect.andThen(
+            Effect.sync(() => {
+              process.exitCode = 1
+            })
+          )
+        )
+      )
+    )
+).pipe(
+  Command.withDescription(
+    "Write a development CA and a certificate signed by it for the runner transport's mutual TLS (cluster.tls)"
+  )
+)
+
 const svc = Command.make("svc").pipe(
   Command.withDescription("svc: a self-hosted connection proxy"),
-  Command.withSubcommands([serveCommand, migrateCommand])
+  Command.withSubcommands([serveCommand, migrateCommand, certsCommand])
 )
 
 /** SIGINT/SIGTERM end `serve` gracefully: exit 0, not the default 130; an exit code set above wins. */

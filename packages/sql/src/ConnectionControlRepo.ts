@@ -65,6 +65,11 @@ export class ConnectionControlRepo extends Context.Service<
     readonly findForUpdate: (connectionId: string) => Effect.Effect<ConnectionControl, SqlError>
     /** Stores the state (upsert), or deletes the row when the state is empty. */
     readonly save: (connectionId: string, control: ConnectionControl, now: Date) => Effect.Effect<void, SqlError>
+    /**
+     * The `rate_limiting` block (undecoded; null when the definition omits it) of the connector
+     * version the connection is on now; none for an unknown or deleted connection.
+     */
+    readonly rateLimiting: (connectionId: string) => Effect.Effect<Option.Option<unknown>, SqlError>
   }
 >()("@svc/sql/ConnectionControlRepo") {
   static readonly layer: Layer.Layer<ConnectionControlRepo, never, SqlClient.SqlClient> = Layer.effect(
@@ -120,7 +125,18 @@ export class ConnectionControlRepo extends Context.Service<
             updated_at = EXCLUDED.updated_at`
       })
 
-      return ConnectionControlRepo.of({ find, findForUpdate, save })
+      const rateLimiting = Effect.fn("ConnectionControlRepo.rateLimiting")(function* (connectionId: string) {
+        const rows = yield* sql<{ readonly rateLimiting: unknown }>`
+          SELECT v.definition->'rate_limiting' AS rate_limiting
+          FROM connections c
+          JOIN connector_versions v ON v.connector_id = c.connector_id AND v.version = c.connector_version
+          WHERE c.id = ${connectionId} AND c.deleted_at IS NULL`
+        const row = rows[0]
+        if (row === undefined) return Option.none()
+        return Option.some(typeof row.rateLimiting === "string" ? JSON.parse(row.rateLimiting) : row.rateLimiting)
+      })
+
+      return ConnectionControlRepo.of({ find, findForUpdate, save, rateLimiting })
     })
   )
 }

@@ -319,6 +319,46 @@ describe("ConfigLoader", () => {
   )
 
   it.effect(
+    "cluster.tls paths resolve from the file's directory; on PostgreSQL a non-loopback runner host needs cluster.tls",
+    () =>
+      withDir((dir) =>
+        Effect.gen(function* () {
+          const base =
+            "database: { provider: postgres, url: 'postgres://h/db' }\nencryption: { root_key: { value: c2VjcmV0 } }\n"
+          const load = (text: string, env: Record<string, string> = {}) =>
+            Effect.flatMap(write(dir, "cluster.yaml", `${base}${text}`), (file) =>
+              Effect.exit(loadConfig({ configPath: file, cwd: dir, env }))
+            )
+          const withTls = yield* load(
+            "cluster: { runner: { host: 0.0.0.0, advertised_host: 10.0.0.7 }, tls: { ca: certs/ca.pem, cert: certs/runner.pem, key: /etc/svc/runner-key.pem } }"
+          )
+          if (Exit.isFailure(withTls)) return assert.fail(`refused: ${problemsOf(withTls).join("; ")}`)
+          assert.deepStrictEqual(withTls.value.cluster.tls, {
+            caPath: path.join(dir, "certs/ca.pem"),
+            certPath: path.join(dir, "certs/runner.pem"),
+            keyPath: "/etc/svc/runner-key.pem"
+          })
+          const problem =
+            "cluster.runner.host: 0.0.0.0 is not a loopback address; a runner reachable from other hosts needs cluster.tls (mutual TLS, see docs/cluster.md)"
+          assert.deepStrictEqual(
+            problemsOf(yield* load("cluster: { runner: { host: 0.0.0.0, advertised_host: 10.0.0.7 } }")),
+            [problem]
+          )
+          assert.deepStrictEqual(problemsOf(yield* load("", { SVC__cluster__runner__host: "10.0.0.7" })), [
+            problem.replace("0.0.0.0", "10.0.0.7")
+          ])
+          for (const host of ["127.0.0.1", "127.0.0.2", "localhost", "::1"]) {
+            const loopback = yield* load("", { SVC__cluster__runner__host: host })
+            assert.isTrue(Exit.isSuccess(loopback), `${host} is loopback`)
+          }
+          assert.deepStrictEqual(problemsOf(yield* load("cluster: { tls: { ca: ca.pem, cert: runner.pem } }")), [
+            "cluster.tls.key: Missing key"
+          ])
+        })
+      )
+  )
+
+  it.effect(
     "cluster settings resolve with their defaults; a wildcard advertised host and a short lock expiry are refused",
     () =>
       withDir((dir) =>
@@ -326,6 +366,7 @@ describe("ConfigLoader", () => {
           const defaults = yield* loadConfig({ cwd: dir, env: {} })
           assert.deepStrictEqual(defaults.cluster, {
             runner: { host: "127.0.0.1", port: 34431, advertisedHost: "127.0.0.1" },
+            tls: undefined,
             shardsPerGroup: 300,
             shardLockRefreshIntervalMs: 2000,
             shardLockExpirationMs: 10_000,

@@ -341,7 +341,7 @@ export const resolve = (
       )
     },
     telemetry: resolveTelemetry(file.telemetry, env, problems),
-    cluster: resolveCluster(file, problems),
+    cluster: resolveCluster(file, base, problems),
     file
   }
   return problems.length > 0 ? Effect.fail(new ConfigError({ source, problems })) : Effect.succeed(resolved)

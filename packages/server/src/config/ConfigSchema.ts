@@ -250,6 +250,8 @@ export const ConfigFile = Schema.Struct({
           advertised_host: Schema.optionalKey(NonEmpty)
         })
       ),
+      // Mutual TLS on the runner transport (docs/cluster.md): PEM file paths, relative to the file.
+      tls: Schema.optionalKey(Schema.Struct({ ca: NonEmpty, cert: NonEmpty, key: NonEmpty })),
       shards_per_group: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 10_000 }))),
       shard_lock_refresh_interval: Schema.optionalKey(DurationString),
       shard_lock_expiration: Schema.optionalKey(DurationString),

@@ -61,6 +61,8 @@ export type ClientSecretSource =
 export interface ResolvedCluster {
   /** Where a worker's runner socket binds, and the host other processes dial. */
   readonly runner: { readonly host: string; readonly port: number; readonly advertisedHost: string }
+  /** Mutual TLS on the runner transport: absolute PEM paths (`cluster.tls`); plain TCP when absent. */
+  readonly tls: { readonly caPath: string; readonly certPath: string; readonly keyPath: string } | undefined
   readonly shardsPerGroup: number
   readonly shardLockRefreshIntervalMs: number
   readonly shardLockExpirationMs: number

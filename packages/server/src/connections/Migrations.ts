@@ -18,6 +18,7 @@ import {
   MigrationRejection,
   type MigrationTaskHandle,
   maxMigrationTimeoutSeconds,
+  migrationLockGraceMs,
   validMigrationTimeout
 } from "@svc/domain/Migration"
 import { ConnectorRepo } from "@svc/sql/ConnectorRepo"
@@ -29,7 +30,7 @@ import * as Kinds from "../resources/ResourceKinds.ts"
 import { type ResourceError, ResourceOps } from "../resources/ResourceOps.ts"
 
 /** How long the lock outlives the deadline: the workflow frees it first unless its worker is lost. */
-export const lockGraceMs = 60_000
+export const lockGraceMs = migrationLockGraceMs
 
 /** How long the start waits for the entity's answer before it gives up (the cluster is unreachable). */
 const lockAnswerTimeout = Duration.seconds(15)

@@ -2,10 +2,14 @@ import { assert, describe, it } from "@effect/vitest"
 import * as ClusterRuntime from "@svc/cluster/ClusterRuntime"
 import { ConnectionEntity } from "@svc/cluster/ConnectionEntity"
 import { testRuntimeOptions } from "@svc/cluster/testing/TestCluster"
+import { maxMigrationLockTtlMs } from "@svc/domain/Migration"
 import { ConnectionControlRepo, emptyControl } from "@svc/sql/ConnectionControlRepo"
+import { ConnectorRepo } from "@svc/sql/ConnectorRepo"
+import { ResourceRepo } from "@svc/sql/ResourceRepo"
+import { at, envelope, fixtureId } from "@svc/sql/TestRows"
 import * as Migrations from "@svc/sql/Migrations"
 import * as TestDatabase from "@svc/sql/TestDatabase"
-import { Duration, Effect, Layer, Option } from "effect"
+import { Duration, Effect, Exit, Layer, Option } from "effect"
 import { Entity, Sharding, ShardingConfig } from "effect/cluster"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
@@ -152,6 +156,100 @@ describe("ConnectionEntity (test client, PGlite)", () => {
         })
       )
     }).pipe(Effect.provide(stores))
+  )
+
+  it.effect(
+    "a 429 report is capped at the connector's max_retry_after and starts at most the clock skew ahead; a lock at the longest task timeout",
+    () =>
+      Effect.gen(function* () {
+        yield* TestClock.setTime(T)
+        const resources = yield* ResourceRepo
+        const connectors = yield* ConnectorRepo
+        /** A connection on a one-version connector whose definition has this `rate_limiting` (none: omitted). */
+        const connectionOn = (tag: string, rateLimiting?: object) =>
+          Effect.gen(function* () {
+            const connectorId = fixtureId("cxr", tag)
+            yield* resources.insert("connectors", {
+              id: connectorId,
+              ...envelope("root", connectorId),
+              state: "draft",
+              version: 1,
+              type: "http"
+            })
+            const definition =
+              rateLimiting === undefined ? { type: "http" } : { type: "http", rate_limiting: rateLimiting }
+            yield* connectors.insertVersion(connectorId, definition, at(0))
+            const id = fixtureId("cxn", tag)
+            yield* resources.insert("connections", {
+              id,
+              ...envelope("root", id),
+              connectorId,
+              connectorVersion: 1,
+              state: "configured",
+              healthState: "healthy",
+              setupStepId: null,
+              configurationEnc: null,
+              credentialsEnc: null
+            })
+            return id
+          }).pipe(Effect.orDie)
+        const twoMinutes = yield* connectionOn("capped", { max_retry_after: "2m", default_retry_after: "30s" })
+        const defaults = yield* connectionOn("defaults")
+        const disabled = yield* connectionOn("disabled", { disabled: true })
+        // What the issue's attacker sent: a one-hour Retry-After with settings allowing it.
+        const attack = {
+          observedAt: T,
+          retryAfterMs: 3_600_000,
+          settings: { ...backoff, maxRetryAfterMs: 3_600_000 }
+        }
+        yield* activations((connection) =>
+          Effect.gen(function* () {
+            assert.deepStrictEqual(yield* (yield* connection(twoMinutes)).reportUpstream429(attack), {
+              consecutive429s: 1,
+              until: Option.some(T + 120_000)
+            })
+            // Without rate_limiting in the definition: the spec default cap, 15 minutes.
+            assert.deepStrictEqual(yield* (yield* connection(defaults)).reportUpstream429(attack), {
+              consecutive429s: 1,
+              until: Option.some(T + 15 * 60_000)
+            })
+            // An unknown connection: the spec default cap too.
+            assert.deepStrictEqual(yield* (yield* connection("cxn_unknown")).reportUpstream429(attack), {
+              consecutive429s: 1,
+              until: Option.some(T + 15 * 60_000)
+            })
+            // A disabled limiter: no cool-down at all.
+            assert.deepStrictEqual(yield* (yield* connection(disabled)).reportUpstream429(attack), {
+              consecutive429s: 1,
+              until: Option.none()
+            })
+            // A report from a day ahead starts at most the allowed clock skew ahead.
+            assert.deepStrictEqual(
+              yield* (yield* connection(twoMinutes)).reportUpstream429({ ...attack, observedAt: T + 86_400_000 }),
+              { consecutive429s: 2, until: Option.some(T + ConnectionEntityLive.maxClockSkewMs + 120_000) }
+            )
+            // Within the caps, the report's own arithmetic applies.
+            assert.deepStrictEqual(
+              yield* (yield* connection(defaults)).reportUpstream429({
+                observedAt: T + 1_000,
+                retryAfterMs: 1_000_000
+              }),
+              { consecutive429s: 2, until: Option.some(T + 1_000 + 900_000) }
+            )
+            // A migration lock longer than the longest task timeout (1 day) plus the grace is refused.
+            const cxn = yield* connection(twoMinutes)
+            const tooLong = yield* Effect.exit(cxn.acquireMigrationLock({ owner: "tsk_x", ttlMs: 10 * 86_400_000 }))
+            assert.isTrue(Exit.isFailure(tooLong))
+            assert.deepStrictEqual(yield* cxn.inspectMigrationLock(), Option.none())
+            assert.strictEqual(maxMigrationLockTtlMs, 86_400_000 + 60_000)
+            assert.deepStrictEqual(yield* cxn.acquireMigrationLock({ owner: "tsk_x", ttlMs: maxMigrationLockTtlMs }), {
+              _tag: "Acquired",
+              owner: "tsk_x",
+              expiresAt: T + maxMigrationLockTtlMs
+            })
+          })
+        )
+      }).pipe(Effect.provide(Layer.mergeAll(ResourceRepo.layer, ConnectorRepo.layer).pipe(Layer.provideMerge(stores))))
   )
 
   it.effect("a new activation rehydrates the stored state and republishes a running cool-down", () =>

@@ -6,7 +6,10 @@
  * updates the in-memory copy that answers the volatile reads (a change whose transaction rolls
  * back is retried from the row, never from memory). Publishing to the cool-down store is
  * best effort: a store failure is logged, never fails the report (the state row is the truth and
- * the next activation republishes it).
+ * the next activation republishes it). The entity trusts no caller beyond its bounds: a 429
+ * report's cool-down is at most the `max_retry_after` of the connector version the connection is
+ * on (read here, not taken from the report) and starts no later than now plus `maxClockSkewMs`; a
+ * migration lock is held at most the longest task timeout plus its grace (the RPC's schema).
  */
 import {
   ConnectionEntity,
@@ -15,9 +18,10 @@ import {
   type AcquireResult,
   type MigrationLockHolder
 } from "@svc/cluster/ConnectionEntity"
-import { type CoolDownPolicy, coolDownMillis, defaultCoolDownPolicy } from "@svc/domain/CoolDown"
+import { type CoolDownPolicy, coolDownMillis, coolDownPolicy, defaultCoolDownPolicy } from "@svc/domain/CoolDown"
+import { ReactiveLimit, defaultReactiveLimit } from "@svc/domain/ReactiveLimit"
 import { type ConnectionControl, ConnectionControlRepo } from "@svc/sql/ConnectionControlRepo"
-import { Clock, type Duration, Effect, Option, Random, Ref } from "effect"
+import { Clock, type Duration, Effect, Option, Random, Ref, Schema } from "effect"
 import { Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { CoolDownStore } from "../stores/CoolDownStore.ts"
@@ -39,6 +43,25 @@ const policyOf = (settings: CoolDownSettings | undefined): CoolDownPolicy =>
         defaultRetryAfterMs: settings.defaultRetryAfterMs,
         exponentialBackoff: settings.exponentialBackoff
       }
+
+/** How far ahead of the entity's clock a reporter's `observedAt` may be (clocks of two hosts differ). */
+export const maxClockSkewMs = 10_000
+
+const decodeReactiveLimit = Schema.decodeUnknownOption(ReactiveLimit)
+
+/**
+ * The longest cool-down the connector allows for this connection (spec 2.9 `max_retry_after`;
+ * 0 when its limiter is disabled): from the stored `rate_limiting` of its current version, the
+ * spec default for an unknown connection or a block that does not decode.
+ */
+const connectorCapMs = (rateLimiting: Option.Option<unknown>): number => {
+  if (Option.isNone(rateLimiting)) return defaultCoolDownPolicy.maxRetryAfterMs
+  const block = rateLimiting.value ?? undefined
+  const limit = block === undefined ? defaultReactiveLimit : Option.getOrUndefined(decodeReactiveLimit(block))
+  if (limit === undefined) return defaultCoolDownPolicy.maxRetryAfterMs
+  const policy = coolDownPolicy(limit)
+  return policy.disabled ? 0 : policy.maxRetryAfterMs
+}
 
 const coolDownView = (control: ConnectionControl, now: number): CoolDown => ({
   consecutive429s: control.consecutive429s,
@@ -92,10 +115,13 @@ const handlers = Effect.gen(function* () {
       Effect.gen(function* () {
         // the jitter sample (spec 2.9), drawn once per delivery
         const sample = yield* Random.next
-        const policy = policyOf(payload.settings)
+        const requested = policyOf(payload.settings)
+        const capMs = connectorCapMs(yield* Effect.orDie(repo.rateLimiting(connectionId)))
+        const policy = { ...requested, maxRetryAfterMs: Math.min(requested.maxRetryAfterMs, capMs) }
         const { reply, next } = yield* change((current, now) => {
           const consecutive429s = current.consecutive429s + 1
-          const end = payload.observedAt + (coolDownMillis(policy, consecutive429s, payload.retryAfterMs, sample) ?? 0)
+          const observedAt = Math.min(payload.observedAt, now + maxClockSkewMs)
+          const end = observedAt + (coolDownMillis(policy, consecutive429s, payload.retryAfterMs, sample) ?? 0)
           const until = Math.max(
             end,
             Option.getOrElse(current.coolDownUntil, () => 0)

@@ -5,12 +5,15 @@
  * - a worker on the embedded database is the one in-process runner, with no listener;
  * - a process without the worker service (api, admin-api, public) is client-only: it calls
  *   entities and starts workflows, owns no shards and opens no listener.
+ * With `cluster.tls`, the runner socket and every connection to a runner are mutual TLS.
  * `RunnerStatus` reports the runner's state for the worker's `/healthz`.
  */
 import * as ClusterRuntime from "@svc/cluster/ClusterRuntime"
 import type { ServiceId } from "@svc/domain/Auth"
 import type { RunnerState } from "@svc/domain/http/SystemApi"
-import { Context, Duration, Effect, Layer } from "effect"
+import type * as RunnerTransport from "@svc/cluster/RunnerTransport"
+import { Context, Duration, Effect, Layer, Redacted } from "effect"
+import { readFile } from "../config/Files.ts"
 import type { ResolvedConfig } from "../config/SvcConfig.ts"
 import { DirectSql } from "../stores/Database.ts"
 
@@ -39,7 +42,23 @@ const runnerStatus = Layer.effect(
   )
 )
 
-const options = (config: ResolvedConfig): ClusterRuntime.ClusterOptions => ({
+/** The PEM files of `cluster.tls`, read once at start (a missing file fails the start with its path). */
+const readTls = Effect.fn("Membership.readTls")(function* (config: ResolvedConfig) {
+  const tls = config.cluster.tls
+  if (tls === undefined) return undefined
+  const material: RunnerTransport.TlsMaterial = {
+    ca: (yield* readFile("cluster TLS CA certificate", tls.caPath)).toString("utf8"),
+    cert: (yield* readFile("cluster TLS certificate", tls.certPath)).toString("utf8"),
+    key: Redacted.make((yield* readFile("cluster TLS key", tls.keyPath)).toString("utf8"))
+  }
+  return material
+})
+
+const options = (
+  config: ResolvedConfig,
+  tls: RunnerTransport.TlsMaterial | undefined
+): ClusterRuntime.ClusterOptions => ({
+  tls,
   shardsPerGroup: config.cluster.shardsPerGroup,
   shardLockRefreshInterval: Duration.millis(config.cluster.shardLockRefreshIntervalMs),
   shardLockExpiration: Duration.millis(config.cluster.shardLockExpirationMs),
@@ -51,23 +70,33 @@ const options = (config: ResolvedConfig): ClusterRuntime.ClusterOptions => ({
 
 /**
  * The cluster runtime of this process and its `RunnerStatus`; message storage is on the main
- * `SqlClient`, runner storage (the shard locks, which need a session) on `DirectSql`.
+ * `SqlClient`, runner storage (the shard locks, which need a session) on `DirectSql`, and the
+ * runner transport is mutual TLS when `cluster.tls` is configured.
  */
 export const layer = (config: ResolvedConfig, services: ReadonlyArray<ServiceId>) =>
   Layer.unwrap(
-    Effect.map(DirectSql, (runnerStorageSql) => {
-      const clusterOptions = { ...options(config), runnerStorageSql }
-      if (!services.includes("worker")) {
-        return Layer.merge(ClusterRuntime.layerClient(clusterOptions), RunnerStatus.layerNone)
-      }
-      const runtime =
-        config.database.provider === "pglite"
-          ? ClusterRuntime.layerSingle(options(config))
-          : ClusterRuntime.layerRunner({
-              ...clusterOptions,
-              listen: { host: config.cluster.runner.host, port: config.cluster.runner.port },
-              advertise: { host: config.cluster.runner.advertisedHost, port: config.cluster.runner.port }
-            })
-      return runnerStatus.pipe(Layer.provideMerge(runtime))
+    Effect.gen(function* () {
+      const tls = yield* readTls(config)
+      const runnerStorageSql = yield* DirectSql
+      return layerWith(config, services, { ...options(config, tls), runnerStorageSql })
     })
   )
+
+const layerWith = (
+  config: ResolvedConfig,
+  services: ReadonlyArray<ServiceId>,
+  clusterOptions: ClusterRuntime.ClusterOptions
+) => {
+  if (!services.includes("worker")) {
+    return Layer.merge(ClusterRuntime.layerClient(clusterOptions), RunnerStatus.layerNone)
+  }
+  const runtime =
+    config.database.provider === "pglite"
+      ? ClusterRuntime.layerSingle(clusterOptions)
+      : ClusterRuntime.layerRunner({
+          ...clusterOptions,
+          listen: { host: config.cluster.runner.host, port: config.cluster.runner.port },
+          advertise: { host: config.cluster.runner.advertisedHost, port: config.cluster.runner.port }
+        })
+  return runnerStatus.pipe(Layer.provideMerge(runtime))
+}
