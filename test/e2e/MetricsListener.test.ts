@@ -23,7 +23,11 @@ interface Answer {
 
 const getHttp = async (url: string): Promise<Answer> => {
   const response = await fetch(url, { signal: AbortSignal.timeout(5_000) })
-  return { status: response.status, contentType: response.headers.get("content-type") ?? "", body: await response.text() }
+  return {
+    status: response.status,
+    contentType: response.headers.get("content-type") ?? "",
+    body: await response.text()
+  }
 }
 
 /** admin-api speaks TLS with the self-signed development certificate. */

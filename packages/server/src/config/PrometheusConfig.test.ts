@@ -81,9 +81,7 @@ describe("telemetry.prometheus", () => {
         // Off, the port is not checked (nothing listens on it).
         const off = yield* loadConfig({ cwd: dir, env: { SVC__telemetry__prometheus__port: "8080" } })
         assert.isFalse(off.telemetry.prometheus.enabled)
-        const range = yield* Effect.exit(
-          loadConfig({ cwd: dir, env: { SVC__telemetry__prometheus__port: "70000" } })
-        )
+        const range = yield* Effect.exit(loadConfig({ cwd: dir, env: { SVC__telemetry__prometheus__port: "70000" } }))
         assert.isTrue(Exit.isFailure(range))
       })
     )

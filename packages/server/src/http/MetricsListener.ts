@@ -65,7 +65,10 @@ const close = (server: http.Server) =>
  * The scrape listener when `telemetry.prometheus.enabled` (nothing otherwise); `bound` receives
  * the port it got (the start-up banner prints it; `port: 0` asks the system for one).
  */
-export const layer = (config: Pick<ResolvedConfig, "telemetry">, bound: (port: number) => void): Layer.Layer<never, MetricsListenError, TelemetryRuntime | ServerDrain> => {
+export const layer = (
+  config: Pick<ResolvedConfig, "telemetry">,
+  bound: (port: number) => void
+): Layer.Layer<never, MetricsListenError, TelemetryRuntime | ServerDrain> => {
   const { enabled, host, port } = config.telemetry.prometheus
   if (!enabled) return Layer.empty
   return Layer.effectDiscard(
