@@ -23,7 +23,7 @@ const callbackUrl = () => `http://127.0.0.1:${svc.ports.public}/oauth2/callback`
 
 /** The scraped series of `metric`: each sample's labels and value. */
 const series = async (metric: string) => {
-  const text = await (await fetch(`http://127.0.0.1:${svc.ports.api}/metrics`)).text()
+  const text = await (await fetch(`http://127.0.0.1:${svc.ports.metrics}/metrics`)).text()
   return text
     .split("\n")
     .filter((line) => line.startsWith(`${metric}{`) || line.startsWith(`${metric} `))
@@ -105,7 +105,7 @@ describe("OAuth2 counters with projected labels (spec 8.3)", () => {
       { revocation_kind: "refresh_token", result: "success", ...labels, value: 1 },
       { revocation_kind: "access_token", result: "success", ...labels, value: 1 }
     ])
-    const text = await (await fetch(`http://127.0.0.1:${svc.ports.api}/metrics`)).text()
+    const text = await (await fetch(`http://127.0.0.1:${svc.ports.metrics}/metrics`)).text()
     const oauth2 = text.split("\n").filter((line) => line.startsWith("svc_oauth2_"))
     expect(oauth2.join("\n")).not.toContain(connectorId)
     expect(oauth2.join("\n")).not.toContain("not-projected")

@@ -87,7 +87,7 @@ describe("probes of the embedded process", () => {
       await probe(ports, "api", "/readyz")
     }
     await fetch(`http://127.0.0.1:${ports.api}/openapi.json`)
-    const metrics = await (await fetch(`http://127.0.0.1:${ports.api}/metrics`)).text()
+    const metrics = await (await fetch(`http://127.0.0.1:${ports.metrics}/metrics`)).text()
     // Every request so far was a probe or /ping, but the one /openapi.json: only it is counted.
     const counted = [...metrics.matchAll(/^http_server_request_duration_seconds_count\{[^}]*\} (\d+)$/gm)]
     expect(

@@ -187,7 +187,7 @@ for (const start of [startGrpcReceiver, startHttpReceiver]) {
     })
 
     it("serves /metrics in the Prometheus format and writes a JSON access log", async () => {
-      const scrape = await fetch(`http://127.0.0.1:${svc.ports.api}/metrics`)
+      const scrape = await fetch(`http://127.0.0.1:${svc.ports.metrics}/metrics`)
       expect(scrape.status).toBe(200)
       const text = await scrape.text()
       expect(text).toContain("# TYPE http_server_request_duration_seconds histogram")

@@ -31,6 +31,8 @@ export interface Ports {
   readonly worker: number
   /** The worker's cluster runner socket (used when the worker runs on PostgreSQL). */
   readonly runner: number
+  /** The Prometheus scrape listener (`telemetry.prometheus.port`; only bound when enabled). */
+  readonly metrics: number
 }
 
 export const freePorts = async (): Promise<Ports> => ({
@@ -38,7 +40,8 @@ export const freePorts = async (): Promise<Ports> => ({
   adminApi: await freePort(),
   public: await freePort(),
   worker: await freePort(),
-  runner: await freePort()
+  runner: await freePort(),
+  metrics: await freePort()
 })
 
 export const portEnv = (ports: Ports): Record<string, string> => ({
@@ -46,7 +49,8 @@ export const portEnv = (ports: Ports): Record<string, string> => ({
   SVC__admin_api__port: String(ports.adminApi),
   SVC__public__port: String(ports.public),
   SVC__worker__port: String(ports.worker),
-  SVC__cluster__runner__port: String(ports.runner)
+  SVC__cluster__runner__port: String(ports.runner),
+  SVC__telemetry__prometheus__port: String(ports.metrics)
 })
 
 export const tempDir = (prefix: string) => fs.mkdtemp(path.join(os.tmpdir(), prefix))

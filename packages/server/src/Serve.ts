@@ -14,6 +14,7 @@ import * as ConnectionServices from "./connections/ConnectionServices.ts"
 import { ensureDevSigningKey, ensureSelfSignedCertificate } from "./crypto/EmbeddedSecrets.ts"
 import { Encryption } from "./crypto/Encryption.ts"
 import * as Events from "./events/Events.ts"
+import * as MetricsListener from "./http/MetricsListener.ts"
 import * as Servers from "./http/Servers.ts"
 import * as ProxyPlane from "./proxy/Proxy.ts"
 import * as RateLimiting from "./ratelimit/RateLimiting.ts"
@@ -76,6 +77,7 @@ export const serve = Effect.fnUntraced(function* (
     Layer.provideMerge(shared)
   )
   const boundPorts = new Map<ServiceId, number>()
+  let metricsPort: number | undefined
   const drain = Servers.makeDrain(config.http.drainTimeoutMs, config.http.shutdownDelayMs)
   const app = Layer.mergeAll(
     Servers.layer(config, services, adminTls).pipe(
@@ -84,6 +86,10 @@ export const serve = Effect.fnUntraced(function* (
       Layer.provide(Auth.layerNoDeps(verificationKey)),
       Layer.provide(handlerServices)
     ),
+    // `/metrics` on its own listener (never a service's port), one per process and its one store.
+    MetricsListener.layer(config, (port) => {
+      metricsPort = port
+    }).pipe(Layer.provide(Layer.succeed(Servers.ServerDrain, drain))),
     services.includes("worker") ? Worker.layerNoDeps(config).pipe(Layer.provide(handlerServices)) : Layer.empty
   ).pipe(
     Layer.provide(Membership.layer(config, services)),
@@ -98,7 +104,7 @@ export const serve = Effect.fnUntraced(function* (
   yield* Effect.addFinalizer(() => drain.drain)
   const tokenFile =
     "generated" in signingKey ? yield* writeAdminToken(config, signingKey.generated.privateKeyPath) : undefined
-  yield* printBanner(config, services, tokenFile, boundPorts)
+  yield* printBanner(config, services, tokenFile, boundPorts, metricsPort)
   return yield* Effect.never
 }, Effect.scoped)
 

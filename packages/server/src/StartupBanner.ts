@@ -54,7 +54,8 @@ export const printBanner = (
   config: ResolvedConfig,
   services: ReadonlyArray<ServiceId>,
   token: { readonly file: string; readonly actor: string; readonly privateKeyPath: string } | undefined,
-  boundPorts: ReadonlyMap<ServiceId, number> = new Map()
+  boundPorts: ReadonlyMap<ServiceId, number> = new Map(),
+  metricsPort: number | undefined = undefined
 ) =>
   Effect.gen(function* () {
     const storage =
@@ -66,6 +67,10 @@ export const printBanner = (
       const note =
         service === "admin-api" && config.adminTls.selfSigned ? "  (self-signed development certificate)" : ""
       lines.push(`  ${service.padEnd(10)} ${urls[service](host, port)}${note}`)
+    }
+    if (metricsPort !== undefined) {
+      const { host } = config.telemetry.prometheus
+      lines.push(`  ${"metrics".padEnd(10)} http://${host.includes(":") ? `[${host}]` : host}:${metricsPort}/metrics`)
     }
     if (token !== undefined) {
       const api = config.listeners.api

@@ -344,7 +344,20 @@ export const resolve = (
     cluster: resolveCluster(file, base, problems),
     file
   }
+  checkPrometheusPort(resolved, problems)
   return problems.length > 0 ? Effect.fail(new ConfigError({ source, problems })) : Effect.succeed(resolved)
+}
+
+/** `/metrics` has a listener of its own: never the port of a service (SECURITY.md). */
+const checkPrometheusPort = (config: ResolvedConfig, problems: Array<string>) => {
+  const { enabled, port } = config.telemetry.prometheus
+  if (!enabled || port === 0) return
+  const clash = allServiceIds.find((id) => config.listeners[id].port === port)
+  if (clash !== undefined) {
+    problems.push(
+      `telemetry.prometheus.port: ${port} is also the port of ${clash}; /metrics gets a port of its own, never a service's`
+    )
+  }
 }
 
 /** Reads, overrides, decodes and resolves the configuration. */

@@ -89,7 +89,13 @@ export const TelemetryConfig = Schema.Struct({
     })
   ),
   propagation: Schema.optionalKey(Schema.Struct({ injectOutboundDefault: Schema.optionalKey(Schema.Boolean) })),
-  prometheus: Schema.optionalKey(Schema.Struct({ enabled: Schema.optionalKey(Schema.Boolean) }))
+  prometheus: Schema.optionalKey(
+    Schema.Struct({
+      enabled: Schema.optionalKey(Schema.Boolean),
+      host: Schema.optionalKey(NonEmpty),
+      port: Schema.optionalKey(Port)
+    })
+  )
 })
 
 /** Envelope encryption: exactly one root key source (checked when resolving). */

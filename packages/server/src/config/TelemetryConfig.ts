@@ -45,9 +45,26 @@ export interface ResolvedTelemetry {
   readonly logExportIntervalMs: number
   /** `OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE`. */
   readonly temporality: "cumulative" | "delta"
-  /** `telemetry.prometheus.enabled`: `GET /metrics` on every service's port (off by default). */
-  readonly prometheus: boolean
+  /**
+   * `telemetry.prometheus`: `GET /metrics` on a listener of its own (off by default), never on a
+   * service's port; loopback unless the operator says otherwise.
+   */
+  readonly prometheus: PrometheusListener
 }
+
+/** The Prometheus scrape listener of a process (`telemetry.prometheus`). */
+export interface PrometheusListener {
+  readonly enabled: boolean
+  /** Default `127.0.0.1`: the scrape is not public (SECURITY.md). */
+  readonly host: string
+  /** Default 9464 (the OpenTelemetry Prometheus exporter's port); 0 asks the system for one. */
+  readonly port: number
+}
+
+/** `telemetry.prometheus.host` when unset: loopback only. */
+export const defaultPrometheusHost = "127.0.0.1"
+/** `telemetry.prometheus.port` when unset: the OpenTelemetry Prometheus exporter's customary port. */
+export const defaultPrometheusPort = 9464
 
 type Env = Readonly<Record<string, string | undefined>>
 
@@ -136,6 +153,10 @@ export const resolveTelemetry = (
     traceExportIntervalMs: positiveIntOf(env.OTEL_BSP_SCHEDULE_DELAY) ?? 5_000,
     logExportIntervalMs: positiveIntOf(env.OTEL_BLRP_SCHEDULE_DELAY) ?? 1_000,
     temporality: temporality === "delta" ? "delta" : "cumulative",
-    prometheus: t.prometheus?.enabled ?? false
+    prometheus: {
+      enabled: t.prometheus?.enabled ?? false,
+      host: t.prometheus?.host ?? defaultPrometheusHost,
+      port: t.prometheus?.port ?? defaultPrometheusPort
+    }
   }
 }

@@ -1,15 +1,16 @@
 /**
  * Telemetry of the HTTP servers (spec 8.3, docs/telemetry.md): the Node-level inbound hook
  * (request id, server span, HTTP metrics, access log), the handler's parent span (so database,
- * OAuth2 and outbound spans hang from the request's span and log records carry its ids), and the
- * optional Prometheus scrape route `GET /metrics`. effect's own per-request server span is off:
- * svc makes the spec's one, with the spec's attributes only.
+ * OAuth2 and outbound spans hang from the request's span and log records carry its ids).
+ * effect's own per-request server span is off: svc makes the spec's one, with the spec's
+ * attributes only. The Prometheus scrape is never served here: it has its own listener
+ * (`MetricsListener.ts`), so a service's `/metrics` is an unknown path (404).
  */
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import type { ServiceId } from "@svc/domain/Auth"
 import { AdminApiV1, ApiV1, PublicApi, WorkerApi } from "@svc/domain/http/Apis"
 import { Effect, Layer, Tracer } from "effect"
-import { HttpMiddleware, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpMiddleware, HttpRouter, HttpServerRequest } from "effect/http"
 import { HttpApi, type HttpApiGroup } from "effect/http-api"
 import type { IncomingMessage } from "node:http"
 import type { RouteTemplate } from "../telemetry/Inbound.ts"
@@ -52,20 +53,9 @@ const layerParentSpan: Layer.Layer<never, never, HttpRouter.HttpRouter> = HttpRo
   { global: true }
 )
 
-/** `GET /metrics`: this process's metrics in the Prometheus text format. */
-const layerScrape = (scrape: () => string): Layer.Layer<never, never, HttpRouter.HttpRouter> =>
-  HttpRouter.add(
-    "GET",
-    "/metrics",
-    Effect.sync(() => HttpServerResponse.text(scrape(), { contentType: "text/plain; version=0.0.4; charset=utf-8" }))
-  )
-
 /** The router layers of telemetry for one server. */
 export const routerLayer = (runtime: TelemetryRuntimeShape): Layer.Layer<never, never, HttpRouter.HttpRouter> =>
-  Layer.mergeAll(
-    runtime.api.tracing ? layerParentSpan : Layer.empty,
-    runtime.scrape === undefined ? Layer.empty : layerScrape(runtime.scrape)
-  )
+  runtime.api.tracing ? layerParentSpan : Layer.empty
 
 /** effect's built-in server span off (svc's inbound hook makes the spec's span). */
 export const layerBuiltInTracerOff: Layer.Layer<never> = Layer.succeed(HttpMiddleware.TracerDisabledWhen, () => true)

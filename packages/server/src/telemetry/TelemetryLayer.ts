@@ -3,7 +3,8 @@
  * endpoint, the tracer, the metric store and the log exporter of the enabled signals, exported
  * over OTLP (`grpc` through `GrpcForwarder`, `http/protobuf` with effect's exporter and fetch);
  * otherwise nothing at all — the no-op `Telemetry`, the native tracer, no exporter, no timer.
- * `telemetry.prometheus.enabled` keeps a metric store for `GET /metrics` even without OTLP.
+ * `telemetry.prometheus.enabled` keeps a metric store for the `GET /metrics` listener even without
+ * OTLP (one store per process, scraped on one listener: `http/MetricsListener.ts`).
  *
  * Resource: `service.name` = `<prefix>-<serviceId>` (a process running several services joins
  * their ids with `+`), `service.version`, a random `service.instance.id` per start, and the
@@ -29,7 +30,7 @@ export interface TelemetryRuntimeShape {
   readonly settings: ResolvedTelemetry
   /** The inbound side of `service` (request id, server span, metrics, access log). */
   readonly inbound: (service: string, routes: ReadonlyArray<RouteTemplate>) => Inbound
-  /** The Prometheus text of this process's metrics; undefined when `/metrics` is off. */
+  /** The Prometheus text of this process's metrics; undefined when the `/metrics` listener is off. */
   readonly scrape: (() => string) | undefined
 }
 
@@ -81,7 +82,7 @@ export const layer = (
   const settings = config.telemetry
   const exporting = settings.enabled
   const tracing = exporting && settings.signals.traces
-  const metering = (exporting && settings.signals.metrics) || settings.prometheus
+  const metering = (exporting && settings.signals.metrics) || settings.prometheus.enabled
   const exportingLogs = exporting && settings.signals.logs
   const accessLog = config.log.access ? accessLogWriter(config.log.format) : undefined
 
@@ -90,7 +91,7 @@ export const layer = (
       api,
       settings,
       inbound: (service, routes) => makeInbound({ service, settings, routes, tracer, store, accessLog }),
-      scrape: settings.prometheus && store !== undefined ? () => prometheusText(store) : undefined
+      scrape: settings.prometheus.enabled && store !== undefined ? () => prometheusText(store) : undefined
     })
 
   if (!exporting) {
