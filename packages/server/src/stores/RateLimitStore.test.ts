@@ -345,6 +345,8 @@ describe("RateLimitStore.layerRedis", () => {
         connectRedis({ url: redisUrl, keyPrefix: uniqueRedisPrefix() }, context),
         (client) => Effect.promise(() => client.quit())
       )
+      assert.instanceOf(client, Redis)
+      if (!(client instanceof Redis)) return
       const sent: Array<string> = []
       const sendCommand = client.sendCommand.bind(client)
       client.sendCommand = (...args: Parameters<typeof sendCommand>) => {
