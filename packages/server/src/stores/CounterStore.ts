@@ -179,8 +179,8 @@ export const clientCall = (
 }
 
 /**
- * Whether the store answers: `PING`; on a cluster, `CLUSTER INFO` must say `cluster_state:ok` and
- * every master the client knows must answer `PING`.
+ * Whether the store answers: `PING`; on a cluster, `CLUSTER INFO` must say `cluster_state:ok` with
+ * every slot served by a healthy master, and every master the client knows must answer `PING`.
  */
 const pingClient = async (client: RedisClient): Promise<void> => {
   if (!(client instanceof Cluster)) {
@@ -191,6 +191,7 @@ const pingClient = async (client: RedisClient): Promise<void> => {
   if (masters.length === 0) throw new Error("no cluster master is known")
   const info = String(await masters[0]!.cluster("INFO"))
   if (!/^cluster_state:ok\s*$/m.test(info)) throw new Error("cluster state is not ok")
+  if (!/^cluster_slots_ok:16384\s*$/m.test(info)) throw new Error("some cluster slots are not served")
   await Promise.all(masters.map((node) => node.ping()))
 }
 

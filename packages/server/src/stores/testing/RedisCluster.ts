@@ -67,6 +67,8 @@ export interface RedisClusterOptions {
   readonly replicas?: 0 | 1
   /** `cluster-node-timeout` in ms (default 1500): how soon a silent master is failed over. */
   readonly nodeTimeoutMs?: number
+  /** `cluster-require-full-coverage` (default true): false keeps the other slots serving while one has no master. */
+  readonly requireFullCoverage?: boolean
 }
 
 const masters = 3
@@ -170,6 +172,8 @@ export const startRedisCluster = async (options: RedisClusterOptions = {}): Prom
           `nodes-${port}.conf`,
           "--cluster-node-timeout",
           String(options.nodeTimeoutMs ?? 1500),
+          "--cluster-require-full-coverage",
+          options.requireFullCoverage === false ? "no" : "yes",
           "--dir",
           dir,
           "--save",
