@@ -55,6 +55,8 @@ export interface RedisCluster {
   readonly topology: () => Promise<ReadonlyArray<ClusterNodeLine>>
   /** The port of the (live, not failed) master serving `key`'s slot. */
   readonly masterOf: (key: string) => Promise<number>
+  /** Moves `slot` with its keys to the master on `toPort` (IMPORTING/MIGRATING, MIGRATE, SETSLOT NODE). */
+  readonly migrateSlot: (slot: number, toPort: number) => Promise<void>
   /** Resolves once every live node reports `cluster_state:ok` and a live master serves every slot. */
   readonly waitUntilOk: (timeoutMs?: number) => Promise<void>
   readonly output: () => string
@@ -256,6 +258,27 @@ export const startRedisCluster = async (options: RedisClusterOptions = {}): Prom
       )
       if (owner === undefined) throw new Error(`no live master serves slot ${slot}`)
       return owner.port
+    },
+    migrateSlot: async (slot, toPort) => {
+      const lines = await topology()
+      const source = lines.find(
+        (line) => isServing(line) && line.slots.some(([from, to]) => slot >= from && slot <= to)
+      )
+      const target = lines.find((line) => line.port === toPort)
+      if (source === undefined || target === undefined) throw new Error(`cannot move slot ${slot} to ${toPort}`)
+      if (source.port === toPort) return
+      await command(toPort, "CLUSTER", "SETSLOT", String(slot), "IMPORTING", source.id)
+      await command(source.port, "CLUSTER", "SETSLOT", String(slot), "MIGRATING", target.id)
+      for (;;) {
+        const keys = (await command(source.port, "CLUSTER", "GETKEYSINSLOT", String(slot), "100"))
+          .split("\n")
+          .filter((key) => key !== "")
+        if (keys.length === 0) break
+        await command(source.port, "MIGRATE", "127.0.0.1", String(toPort), "", "0", "5000", "KEYS", ...keys)
+      }
+      for (const line of lines.filter((l) => l.flags.includes("master"))) {
+        await command(line.port, "CLUSTER", "SETSLOT", String(slot), "NODE", target.id)
+      }
     },
     waitUntilOk,
     output: () => output,
