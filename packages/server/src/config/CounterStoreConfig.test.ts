@@ -68,7 +68,7 @@ describe("counter_store configuration", () => {
         nodes: [{ host: "127.0.0.1", port: 7000 }],
         keyPrefix: "svc:"
       })
-      const { dir, exit } = yield* load(
+      const { exit } = yield* load(
         "counter_store: { provider: redis, url: 'rediss://r:6380', tls: { ca: /etc/ca.pem } }"
       )
       if (Exit.isFailure(exit)) return assert.fail(problemsOf(exit).join("; "))
