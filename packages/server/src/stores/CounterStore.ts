@@ -307,6 +307,8 @@ const makeClient = (options: RedisCounterStoreOptions, url: string): RedisClient
       enableAutoPipelining: true,
       scaleReads: "master",
       slotsRefreshTimeout: connectTimeout,
+      // the slot map also follows a failover no command has run into yet (healthz, idle slots)
+      slotsRefreshInterval: 5000,
       // the client reconnects in the background, at most every 2 s, never giving up
       clusterRetryStrategy: (times) => Math.min(100 * times, 2000),
       // host names reach the TLS check as configured (no resolution to an address first)
