@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { algorithmParams } from "@svc/domain/RateLimitAlgorithm"
 import type { Algorithm, RateLimitMode } from "@svc/domain/RateLimitDefinition"
-import { Effect, Layer } from "effect"
+import { Effect, Exit, Layer, Option } from "effect"
 import { TestClock } from "effect/testing"
 import { Redis } from "ioredis"
 import { CoolDownStore, coolDownKey } from "./CoolDownStore.ts"
@@ -452,23 +452,46 @@ describe("RateLimitStore.layerRedis on a Redis Cluster", () => {
     }).pipe(Effect.provide(RateLimitStore.layerRedis({ url: "redis://", nodes: clusterNodes(), keyPrefix })))
   })
 
-  it.live("the rate-limit slot moved to another master mid-use: MOVED is followed and the count goes on", () => {
-    const keyPrefix = uniqueRedisPrefix()
-    return Effect.gen(function* () {
-      const store = yield* RateLimitStore
-      const limit = rule("rl_moved", fixed("1h", 5))
-      const check = () => Effect.map(store.check({ connectionId: "cxn_m", rules: [limit] }), (d) => d.admitted)
-      assert.deepStrictEqual([yield* check(), yield* check()], [true, true])
-      const slot = Number(
-        yield* Effect.promise(() => cluster!.command(cluster!.nodes[0]!.port, "CLUSTER", "KEYSLOT", "rl"))
-      )
-      const owner = yield* Effect.promise(() => cluster!.masterOf(`${keyPrefix}${coolDownKey("cxn_m")}`))
-      const target = cluster!.nodes.find((node) => node.port !== owner)!.port
-      yield* Effect.promise(() => cluster!.migrateSlot(slot, target))
-      assert.strictEqual(yield* Effect.promise(() => cluster!.masterOf(`${keyPrefix}${coolDownKey("cxn_m")}`)), target)
-      const rest = []
-      for (let i = 0; i < 5; i++) rest.push(yield* check())
-      assert.deepStrictEqual(rest, [true, true, true, false, false])
-    }).pipe(Effect.provide(RateLimitStore.layerRedis({ url: "redis://", nodes: clusterNodes(), keyPrefix })))
-  })
+  it.live(
+    "the rate-limit slot resharded mid-use: checks fail promptly during the move (ASK, TRYAGAIN), MOVED is followed after it",
+    () => {
+      const keyPrefix = uniqueRedisPrefix()
+      return Effect.gen(function* () {
+        const store = yield* RateLimitStore
+        const limit = rule("rl_moved", fixed("1h", 5))
+        const check = () => Effect.map(store.check({ connectionId: "cxn_m", rules: [limit] }), (d) => d.admitted)
+        assert.deepStrictEqual([yield* check(), yield* check()], [true, true])
+        const slot = Number(
+          yield* Effect.promise(() => cluster!.command(cluster!.nodes[0]!.port, "CLUSTER", "KEYSLOT", "rl"))
+        )
+        const owner = yield* Effect.promise(() => cluster!.masterOf(`${keyPrefix}${coolDownKey("cxn_m")}`))
+        const target = cluster!.nodes.find((node) => node.port !== owner)!.port
+        const context = yield* Effect.context<never>()
+        const midway: Array<string> = []
+        // While the slot is MIGRATING the bucket is on the target already: the old owner answers ASK,
+        // the client asks the target, and the target refuses a multi-key script whose keys are not
+        // all there yet (the absent cool-down key) with TRYAGAIN: the check fails, within its bound.
+        yield* Effect.promise(() =>
+          cluster!.migrateSlot(slot, target, async () => {
+            for (let i = 0; i < 2; i++) {
+              const started = Date.now()
+              const exit = await Effect.runPromiseWith(context)(Effect.exit(check()))
+              assert.isBelow(Date.now() - started, 2_500)
+              const error = Exit.findErrorOption(exit)
+              midway.push(Option.isSome(error) ? error.value._tag : "answered")
+            }
+          })
+        )
+        assert.strictEqual(midway.length, 2)
+        assert.deepStrictEqual(midway, ["StoreUnavailable", "StoreUnavailable"])
+        assert.strictEqual(
+          yield* Effect.promise(() => cluster!.masterOf(`${keyPrefix}${coolDownKey("cxn_m")}`)),
+          target
+        )
+        const rest = []
+        for (let i = 0; i < 5; i++) rest.push(yield* check())
+        assert.deepStrictEqual(rest, [true, true, true, false, false])
+      }).pipe(Effect.provide(RateLimitStore.layerRedis({ url: "redis://", nodes: clusterNodes(), keyPrefix })))
+    }
+  )
 })

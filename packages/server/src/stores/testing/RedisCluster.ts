@@ -55,8 +55,12 @@ export interface RedisCluster {
   readonly topology: () => Promise<ReadonlyArray<ClusterNodeLine>>
   /** The port of the (live, not failed) master serving `key`'s slot. */
   readonly masterOf: (key: string) => Promise<number>
-  /** Moves `slot` with its keys to the master on `toPort` (IMPORTING/MIGRATING, MIGRATE, SETSLOT NODE). */
-  readonly migrateSlot: (slot: number, toPort: number) => Promise<void>
+  /**
+   * Moves `slot` with its keys to the master on `toPort` (IMPORTING/MIGRATING, MIGRATE, SETSLOT
+   * NODE); `midway` runs once the keys have moved but the slot is still MIGRATING (the old owner
+   * answers ASK for them).
+   */
+  readonly migrateSlot: (slot: number, toPort: number, midway?: () => Promise<void>) => Promise<void>
   /** Resolves once every live node reports `cluster_state:ok` and a live master serves every slot. */
   readonly waitUntilOk: (timeoutMs?: number) => Promise<void>
   readonly output: () => string
@@ -259,7 +263,7 @@ export const startRedisCluster = async (options: RedisClusterOptions = {}): Prom
       if (owner === undefined) throw new Error(`no live master serves slot ${slot}`)
       return owner.port
     },
-    migrateSlot: async (slot, toPort) => {
+    migrateSlot: async (slot, toPort, midway) => {
       const lines = await topology()
       const source = lines.find(
         (line) => isServing(line) && line.slots.some(([from, to]) => slot >= from && slot <= to)
@@ -276,6 +280,7 @@ export const startRedisCluster = async (options: RedisClusterOptions = {}): Prom
         if (keys.length === 0) break
         await command(source.port, "MIGRATE", "127.0.0.1", String(toPort), "", "0", "5000", "KEYS", ...keys)
       }
+      await midway?.()
       for (const line of lines.filter((l) => l.flags.includes("master"))) {
         await command(line.port, "CLUSTER", "SETSLOT", String(slot), "NODE", target.id)
       }
