@@ -51,6 +51,9 @@ interface Answer {
 
 const keyPrefix = `svc-e2e-rcluster-${randomUUID()}:`
 
+/** The fail-open warning of `RequestLimiter` (logged at most once a minute per process). */
+const failOpenWarning = "the rate-limit store failed; requests go through unchecked"
+
 let cluster: RedisCluster | undefined
 let workspace: ProductionWorkspace | undefined
 let upstream: Upstream | undefined
@@ -351,6 +354,10 @@ describe("Redis Cluster as the counter store (3 masters + 3 replicas, two api pr
       }
     }
 
+    // the outage was met: the checks failed and let the requests through, with the one warning
+    const warned = [a!, b!].filter((p) => p.running.output().includes(failOpenWarning))
+    expect(warned.length, logs()).toBeGreaterThan(0)
+
     // the replica is promoted; both processes follow the new master
     await cluster!.waitUntilOk(30_000)
     const newOwner = await cluster!.masterOf(`${keyPrefix}rate-limit:{rl}:x`)
@@ -376,4 +383,19 @@ describe("Redis Cluster as the counter store (3 masters + 3 replicas, two api pr
     // and a login works again
     expect((await bounded(await loginUrl(a!))).status).toBe(200)
   }, 120_000)
+
+  it("after the failover every process stops by itself on SIGTERM with exit code 0", async () => {
+    for (const [name, p] of [
+      ["api A", a!.running],
+      ["api B", b!.running],
+      ["worker", worker!]
+    ] as const) {
+      const stopping = Date.now()
+      const code = await p.stop("SIGTERM")
+      const ms = Date.now() - stopping
+      console.log(`${name} stopped in ${ms} ms with exit code ${code}`)
+      expect(code, `${name}:\n${p.output().slice(-4000)}`).toBe(0)
+      expect(ms).toBeLessThan(10_000)
+    }
+  }, 60_000)
 })
