@@ -227,6 +227,10 @@ const tlsCodes = new Set([
 
 /** One line naming why a connection failed; never the URL or a password. */
 export const describeRedisError = (error: unknown, secrets: ReadonlyArray<string> = []): string => {
+  // a cluster's "Failed to refresh slots cache." carries the seed's own failure: name that one
+  if (typeof error === "object" && error !== null && "lastNodeError" in error && error.lastNodeError instanceof Error) {
+    return describeRedisError(error.lastNodeError, secrets)
+  }
   const message = error instanceof Error ? error.message : String(error)
   const code =
     typeof error === "object" && error !== null && "code" in error && typeof error.code === "string"
@@ -297,7 +301,6 @@ const makeClient = (options: RedisCounterStoreOptions, url: string): RedisClient
       enableAutoPipelining: true
     })
   }
-  const { tls, ...auth } = clusterAuth(url)
   return new Cluster(
     options.nodes.map((node) => ({ host: node.host, port: node.port })),
     {
@@ -315,10 +318,62 @@ const makeClient = (options: RedisCounterStoreOptions, url: string): RedisClient
       clusterRetryStrategy: (times) => Math.min(100 * times, 2000),
       // host names reach the TLS check as configured (no resolution to an address first)
       dnsLookup: (address, callback) => callback(null, address),
-      redisOptions: { ...common, ...auth, ...(tls ? { tls: tlsOptions(options.tls) } : {}) }
+      redisOptions: nodeOptions(options, url)
     }
   )
 }
+
+/** The connection options of every node of a cluster: timeouts, the URL's credentials, TLS. */
+const nodeOptions = (options: RedisCounterStoreOptions, url: string) => {
+  const { tls, ...auth } = clusterAuth(url)
+  return {
+    connectionName: options.connectionName ?? "svc-counter-store",
+    connectTimeout: options.connectTimeoutMillis ?? defaultConnectTimeoutMillis,
+    commandTimeout: options.commandTimeoutMillis ?? defaultCommandTimeoutMillis,
+    maxRetriesPerRequest: 0,
+    ...auth,
+    ...(tls ? { tls: tlsOptions(options.tls) } : {})
+  } satisfies RedisOptions
+}
+
+/**
+ * Why the first seed of a cluster refuses a connection: the cluster client reports only "Failed
+ * to refresh slots cache" after a node's TLS or authentication failure, so one plain connection
+ * to the seed, with the same options, names it.
+ */
+const probeSeed = async (options: RedisCounterStoreOptions, url: string, secrets: ReadonlyArray<string>) => {
+  const seed = options.nodes?.[0]
+  if (seed === undefined) return undefined
+  let reason: string | undefined
+  const probe = new Redis({
+    ...nodeOptions(options, url),
+    host: seed.host,
+    port: seed.port,
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    retryStrategy: () => null
+  })
+  probe.on("error", (error: Error) => {
+    const line = describeRedisError(error, secrets)
+    if (reason === undefined || !genericErrors.has(line)) reason = line
+  })
+  try {
+    await probe.connect()
+    await probe.cluster("INFO")
+  } catch (cause) {
+    reason ??= describeRedisError(cause, secrets)
+  } finally {
+    probe.disconnect()
+  }
+  return reason
+}
+
+/** What ioredis reports after a connection's actual failure. */
+const genericErrors: ReadonlySet<string> = new Set([
+  "Connection is closed.",
+  "None of startup nodes is available",
+  "Failed to refresh slots cache."
+])
 
 /** Connects a client (a `Redis`, or with `nodes` a `Cluster`) with the store's fail-fast settings. */
 export const connectRedis = (options: RedisCounterStoreOptions, context: Context.Context<never>) => {
@@ -333,7 +388,8 @@ export const connectRedis = (options: RedisCounterStoreOptions, context: Context
       client = connecting
       const onError = (error: Error) => {
         const line = describeRedisError(error, secrets)
-        if (line === lastError) return
+        // a closed connection follows its cause (refused, TLS, …): the cause stays the reason
+        if (line === lastError || (lastError !== undefined && genericErrors.has(line))) return
         lastError = line
         Effect.runForkWith(context)(Effect.logWarning("counter store connection error", line))
       }
@@ -342,7 +398,14 @@ export const connectRedis = (options: RedisCounterStoreOptions, context: Context
       connecting.on("ready", () => {
         lastError = undefined
       })
-      await connecting.connect()
+      try {
+        await connecting.connect()
+      } catch (cause) {
+        if (connecting instanceof Cluster && (lastError === undefined || genericErrors.has(lastError))) {
+          lastError = (await probeSeed(options, url, secrets)) ?? lastError
+        }
+        throw cause
+      }
       return connecting
     },
     catch: (cause) =>

@@ -75,6 +75,18 @@ export interface RedisClusterOptions {
   readonly nodeTimeoutMs?: number
   /** `cluster-require-full-coverage` (default true): false keeps the other slots serving while one has no master. */
   readonly requireFullCoverage?: boolean
+  /**
+   * TLS only (`--port 0 --tls-port`, `tls-cluster` and `tls-replication` on): the server
+   * certificate and key, the CA that verifies clients and peers, and a client certificate for
+   * `redis-cli`.
+   */
+  readonly tls?: {
+    readonly ca: string
+    readonly cert: string
+    readonly key: string
+    readonly clientCert: string
+    readonly clientKey: string
+  }
 }
 
 const masters = 3
@@ -110,8 +122,13 @@ export const startRedisCluster = async (options: RedisClusterOptions = {}): Prom
   let output = ""
   const children: Array<{ readonly port: number; readonly child: ChildProcess; readonly exited: Promise<void> }> = []
 
+  const tls = options.tls
+  const cliTls =
+    tls === undefined ? [] : ["--tls", "--cacert", tls.ca, "--cert", tls.clientCert, "--key", tls.clientKey]
   const command = async (port: number, ...args: ReadonlyArray<string>) =>
-    (await run("redis-cli", ["-h", "127.0.0.1", "-p", String(port), ...args], { timeout: 5_000 })).stdout.trim()
+    (
+      await run("redis-cli", [...cliTls, "-h", "127.0.0.1", "-p", String(port), ...args], { timeout: 5_000 })
+    ).stdout.trim()
   const alive = (child: ChildProcess) => child.exitCode === null && child.signalCode === null
   const signal = async (entry: (typeof children)[number], name: NodeJS.Signals, graceMs: number) => {
     if (!alive(entry.child)) return
@@ -166,8 +183,26 @@ export const startRedisCluster = async (options: RedisClusterOptions = {}): Prom
       const child = spawn(
         "redis-server",
         [
-          "--port",
-          String(port),
+          ...(tls === undefined
+            ? ["--port", String(port)]
+            : [
+                "--port",
+                "0",
+                "--tls-port",
+                String(port),
+                "--tls-cluster",
+                "yes",
+                "--tls-replication",
+                "yes",
+                "--tls-cert-file",
+                tls.cert,
+                "--tls-key-file",
+                tls.key,
+                "--tls-ca-cert-file",
+                tls.ca,
+                "--tls-auth-clients",
+                "optional"
+              ]),
           "--cluster-port",
           String(busPort),
           "--bind",
@@ -218,6 +253,7 @@ export const startRedisCluster = async (options: RedisClusterOptions = {}): Prom
     const created = await run(
       "redis-cli",
       [
+        ...cliTls,
         "--cluster",
         "create",
         ...children.map((c) => `127.0.0.1:${c.port}`),

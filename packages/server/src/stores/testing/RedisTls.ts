@@ -1,6 +1,6 @@
 /**
  * TLS to Redis for tests: certificates made with `openssl` (a private CA, a server certificate for
- * 127.0.0.1 by `subjectAltName IP:127.0.0.1`, a client certificate, and an unrelated CA that
+ * 127.0.0.1 by `subjectAltName IP:127.0.0.1` — also a client one, for a cluster's bus — a client certificate, and an unrelated CA that
  * verifies nothing here), and a private `redis-server` that speaks only TLS (`--port 0
  * --tls-port`). Every step is bounded; `stop` leaves no process and no directory behind.
  */
@@ -91,7 +91,7 @@ export const makeRedisTlsFiles = async (): Promise<RedisTlsFiles> => {
   try {
     await selfSignedCa(dir, "ca", "svc test redis CA")
     await selfSignedCa(dir, "other-ca", "svc test unrelated CA")
-    await signed(dir, "server", "127.0.0.1", "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
+    await signed(dir, "server", "127.0.0.1", "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n")
     await signed(dir, "client", "svc", "extendedKeyUsage=clientAuth\n")
   } catch (error) {
     await fs.rm(dir, { recursive: true, force: true })
