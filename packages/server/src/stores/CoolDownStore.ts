@@ -6,7 +6,7 @@ import {
   type RedisCounterStoreOptions,
   releaseRedis,
   type StoreUnavailable
-} from "./CounterStore.ts"
+} from "./RedisClient.ts"
 
 /** Options of {@link CoolDownStore.layerRedis}: the counter store's Redis settings. */
 export type RedisCoolDownStoreOptions = RedisCounterStoreOptions

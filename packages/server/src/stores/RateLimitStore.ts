@@ -21,7 +21,7 @@ import {
   type RedisCounterStoreOptions,
   releaseRedis,
   type StoreUnavailable
-} from "./CounterStore.ts"
+} from "./RedisClient.ts"
 import { rateLimitScript } from "./RateLimitScript.ts"
 import { Telemetry } from "../telemetry/Telemetry.ts"
 
