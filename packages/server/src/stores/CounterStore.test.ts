@@ -201,6 +201,13 @@ describe("CounterStore.layerRedis", () => {
       assert.isTrue(
         Option.isSome(error) && error.value instanceof StoreUnavailable && error.value.operation === "connect"
       )
+      // the start-up line names why
+      if (Option.isSome(error)) {
+        assert.strictEqual(
+          error.value.message,
+          "the counter store is unavailable (connect: connect ECONNREFUSED 127.0.0.1:1)"
+        )
+      }
     })
   )
 })
