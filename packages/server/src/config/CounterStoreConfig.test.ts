@@ -5,17 +5,17 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { type ConfigError, loadConfig } from "./ConfigLoader.ts"
 
-const load = (text: string) =>
+const load = (text: string, env: Readonly<Record<string, string>> = {}) =>
   Effect.acquireUseRelease(
     Effect.promise(() => fs.mkdtemp(path.join(os.tmpdir(), "svc-config-cs-"))),
     (dir) =>
       Effect.flatMap(
         Effect.promise(() => fs.writeFile(path.join(dir, "svc.yaml"), text)),
         () =>
-          Effect.map(
-            Effect.exit(loadConfig({ configPath: path.join(dir, "svc.yaml"), cwd: dir, env: {} })),
-            (exit) => ({ dir, exit })
-          )
+          Effect.map(Effect.exit(loadConfig({ configPath: path.join(dir, "svc.yaml"), cwd: dir, env })), (exit) => ({
+            dir,
+            exit
+          }))
       ),
     (dir) => Effect.promise(() => fs.rm(dir, { recursive: true, force: true }))
   )
@@ -77,6 +77,27 @@ describe("counter_store configuration", () => {
         url: "rediss://r:6380",
         keyPrefix: "svc:",
         tls: { ca: "/etc/ca.pem" }
+      })
+    })
+  )
+
+  it.effect("the seed nodes and the URL can come from the environment", () =>
+    Effect.gen(function* () {
+      const { exit } = yield* load("log: { level: info }", {
+        SVC__counter_store__provider: "redis-cluster",
+        SVC__counter_store__nodes: "[10.0.1.11:6379, 10.0.1.12:6379]",
+        SVC__counter_store__url: "rediss://:s3cret@cluster"
+      })
+      if (Exit.isFailure(exit)) return assert.fail(problemsOf(exit).join("; "))
+      const config = exit.value
+      assert.deepStrictEqual(config.counterStore, {
+        provider: "redis-cluster",
+        url: "rediss://:s3cret@cluster",
+        nodes: [
+          { host: "10.0.1.11", port: 6379 },
+          { host: "10.0.1.12", port: 6379 }
+        ],
+        keyPrefix: "svc:"
       })
     })
   )
