@@ -114,8 +114,21 @@ const parseNodes = (text: string): ReadonlyArray<ClusterNodeLine> =>
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-/** Starts a private Redis Cluster (three masters, by default with a replica each), ready for commands. */
+/**
+ * Starts a private Redis Cluster (three masters, by default with a replica each), ready for
+ * commands; a start that lost a port to another listener is retried twice.
+ */
 export const startRedisCluster = async (options: RedisClusterOptions = {}): Promise<RedisCluster> => {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(options)
+    } catch (error) {
+      if (attempt >= 3) throw error
+    }
+  }
+}
+
+const startOnce = async (options: RedisClusterOptions): Promise<RedisCluster> => {
   const replicas = options.replicas ?? 1
   const count = masters * (1 + replicas)
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), "svc-redis-cluster-"))
