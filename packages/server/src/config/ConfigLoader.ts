@@ -12,6 +12,7 @@ import { allServiceIds, type ServiceId } from "@svc/domain/Auth"
 import { issueDetails } from "@svc/domain/Errors"
 import { ConfigFile, type ConfiguredActor, type DatabaseConfig } from "./ConfigSchema.ts"
 import { resolveCluster } from "./ClusterConfig.ts"
+import { resolveCounterStore } from "./CounterStoreConfig.ts"
 import {
   defaultDrainTimeoutMs,
   defaultRetentionMs,
@@ -219,8 +220,6 @@ export const resolve = (
   const metricsDb = file.appMetrics?.database
   const appMetricsDatabase =
     metricsDb === undefined ? "main" : resolveDatabase(metricsDb, "appMetrics.database", { base, dataDir }, problems)
-  const cs = file.counter_store
-  if (cs?.provider === "redis" && cs.url === undefined) problems.push("counter_store.url: required for provider redis")
   const blob = file.appMetrics?.blobStorage ?? { provider: "filesystem" as const }
   if (blob.provider === "s3" && blob.bucket === undefined) {
     problems.push("appMetrics.blobStorage.bucket: required for provider s3")
@@ -246,10 +245,7 @@ export const resolve = (
     },
     database,
     appMetricsDatabase,
-    counterStore:
-      cs?.provider === "redis"
-        ? { provider: "redis", url: cs.url ?? "", keyPrefix: cs.key_prefix ?? "svc:" }
-        : { provider: "memory" },
+    counterStore: resolveCounterStore(file.counter_store, base, problems),
     auth: {
       signingKey: resolveSigningKey(file, base, dataDir, problems),
       actors: file.system_auth?.actors ?? [defaultAdminActor]

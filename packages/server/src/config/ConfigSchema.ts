@@ -157,9 +157,15 @@ export const ConfigFile = Schema.Struct({
   database: Schema.optionalKey(DatabaseConfig),
   counter_store: Schema.optionalKey(
     Schema.Struct({
-      provider: Schema.Literals(["memory", "redis"]),
+      provider: Schema.Literals(["memory", "redis", "redis-cluster"]),
       url: Schema.optionalKey(NonEmpty),
-      key_prefix: Schema.optionalKey(Schema.String)
+      key_prefix: Schema.optionalKey(Schema.String),
+      /** Redis Cluster seed nodes, `host:port`. */
+      nodes: Schema.optionalKey(Schema.Array(NonEmpty)),
+      /** TLS files of a `rediss://` counter store (paths). */
+      tls: Schema.optionalKey(
+        Schema.Struct({ ca: NonEmpty, cert: Schema.optionalKey(NonEmpty), key: Schema.optionalKey(NonEmpty) })
+      )
     })
   ),
   system_auth: Schema.optionalKey(

@@ -95,9 +95,7 @@ export interface ResolvedConfig {
   readonly database: ResolvedDatabase
   /** The app-metrics database; `main` shares the main database (spec 8.2 allows it). */
   readonly appMetricsDatabase: ResolvedDatabase | "main"
-  readonly counterStore:
-    | { readonly provider: "memory" }
-    | { readonly provider: "redis"; readonly url: string; readonly keyPrefix: string }
+  readonly counterStore: ResolvedCounterStore
   readonly auth: { readonly signingKey: SigningKey; readonly actors: ReadonlyArray<ConfiguredActor> }
   readonly appMetrics: {
     readonly resourceSnapshotInterval: string
@@ -148,3 +146,28 @@ export interface ResolvedConfig {
 
 /** The configuration of the running process. */
 export class SvcConfig extends Context.Service<SvcConfig, ResolvedConfig>()("svc/server/SvcConfig") {}
+
+/** TLS files of a `rediss://` counter store, absolute paths. */
+export interface ResolvedRedisTls {
+  readonly ca: string
+  readonly cert?: string | undefined
+  readonly key?: string | undefined
+}
+
+/** The counter store: in memory (embedded default), one Redis, or a Redis Cluster from its seed nodes. */
+export type ResolvedCounterStore =
+  | { readonly provider: "memory" }
+  | {
+      readonly provider: "redis"
+      readonly url: string
+      readonly keyPrefix: string
+      readonly tls?: ResolvedRedisTls | undefined
+    }
+  | {
+      readonly provider: "redis-cluster"
+      /** Scheme, user and password for every node (`redis://` when not configured). */
+      readonly url: string
+      readonly nodes: ReadonlyArray<{ readonly host: string; readonly port: number }>
+      readonly keyPrefix: string
+      readonly tls?: ResolvedRedisTls | undefined
+    }

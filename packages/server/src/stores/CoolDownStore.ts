@@ -1,6 +1,12 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { Telemetry } from "../telemetry/Telemetry.ts"
-import { connectRedis, type RedisCounterStoreOptions, releaseRedis, StoreUnavailable } from "./CounterStore.ts"
+import {
+  clientCall,
+  connectRedis,
+  type RedisCounterStoreOptions,
+  releaseRedis,
+  type StoreUnavailable
+} from "./RedisClient.ts"
 
 /** Options of {@link CoolDownStore.layerRedis}: the counter store's Redis settings. */
 export type RedisCoolDownStoreOptions = RedisCounterStoreOptions
@@ -87,10 +93,11 @@ export class CoolDownStore extends Context.Service<
 
         // Telemetry (spec 8.3): a counter-store span per command with the key name, never a value; none when off.
         const traced = (yield* Telemetry).tracing
+        const call = clientCall(client, options)
         const attempt = <A>(operation: Operation, key: string, run: () => Promise<A>) => {
-          const call = Effect.tryPromise({ try: run, catch: (cause) => new StoreUnavailable({ operation, cause }) })
+          const result = call(operation, run)
           return traced
-            ? Effect.withSpan(call, spanNames[operation], {
+            ? Effect.withSpan(result, spanNames[operation], {
                 kind: "client",
                 attributes: {
                   "db.system.name": "redis",
@@ -98,7 +105,7 @@ export class CoolDownStore extends Context.Service<
                   "svc.counter_store.keys": key
                 }
               })
-            : call
+            : result
         }
 
         const clear = (connectionId: string) => {

@@ -1,9 +1,10 @@
 import { randomUUID } from "node:crypto"
-import { assert, describe, it } from "@effect/vitest"
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Duration, Effect, Exit, type Layer, Option } from "effect"
 import { TestClock } from "effect/testing"
 import { Redis } from "ioredis"
-import { CounterStore, StoreUnavailable } from "./CounterStore.ts"
+import { CounterStore, type RedisNode, StoreUnavailable } from "./CounterStore.ts"
+import { type RedisCluster, startRedisCluster } from "./testing/RedisCluster.ts"
 
 const redisUrl = "redis://127.0.0.1:6379"
 const uniqueRedisPrefix = (): string => `svc-test:${randomUUID()}:`
@@ -17,6 +18,19 @@ interface Backend {
   /** Returns once `key` (set with `ttlMillis`) has expired. */
   readonly expire: (store: Store, key: string, ttlMillis: number) => Effect.Effect<void, StoreUnavailable>
 }
+
+/**
+ * A private three-master Redis Cluster (no replicas) for the `redis-cluster` backend; the slots of
+ * a lost master stop serving, the others go on (`cluster-require-full-coverage no`).
+ */
+let cluster: RedisCluster | undefined
+beforeAll(async () => {
+  cluster = await startRedisCluster({ replicas: 0, requireFullCoverage: false })
+}, 60_000)
+afterAll(() => cluster?.stop(), 30_000)
+
+const clusterNodes = (): ReadonlyArray<RedisNode> =>
+  cluster!.nodes.map((node) => ({ host: "127.0.0.1", port: node.port }))
 
 const pollUntilGone = (store: Store, key: string) =>
   Effect.gen(function* () {
@@ -37,6 +51,12 @@ const backends: ReadonlyArray<Backend> = [
   {
     name: "redis",
     layer: () => CounterStore.layerRedis({ url: redisUrl, keyPrefix: uniqueRedisPrefix() }),
+    test: it.live,
+    expire: pollUntilGone
+  },
+  {
+    name: "redis-cluster",
+    layer: () => CounterStore.layerRedis({ url: "redis://", nodes: clusterNodes(), keyPrefix: uniqueRedisPrefix() }),
     test: it.live,
     expire: pollUntilGone
   }
@@ -181,6 +201,94 @@ describe("CounterStore.layerRedis", () => {
       assert.isTrue(
         Option.isSome(error) && error.value instanceof StoreUnavailable && error.value.operation === "connect"
       )
+      // the start-up line names why
+      if (Option.isSome(error)) {
+        assert.strictEqual(
+          error.value.message,
+          "the counter store is unavailable (connect: connect ECONNREFUSED 127.0.0.1:1)"
+        )
+      }
     })
   )
+})
+
+describe("CounterStore.layerRedis on a Redis Cluster", () => {
+  it.live("single-key commands work on every master's slots (MOVED followed from any seed)", () => {
+    const prefix = uniqueRedisPrefix()
+    return Effect.gen(function* () {
+      const store = yield* CounterStore
+      const keys = Array.from({ length: 30 }, (_, i) => `nonce:${i}`)
+      for (const key of keys) assert.isTrue(yield* store.setIfAbsent(key, key, 60_000))
+      const owners = new Set(
+        yield* Effect.promise(() => Promise.all(keys.map((key) => cluster!.masterOf(prefix + key))))
+      )
+      assert.strictEqual(owners.size, 3)
+      for (const key of keys) {
+        assert.deepStrictEqual(yield* store.get(key), Option.some(key))
+        assert.isFalse(yield* store.setIfAbsent(key, "again", 60_000))
+        assert.isTrue(yield* store.delete(key))
+      }
+      yield* store.ping()
+    }).pipe(
+      // one seed only: the client learns the other masters from it
+      Effect.provide(CounterStore.layerRedis({ url: "redis://", nodes: clusterNodes().slice(0, 1), keyPrefix: prefix }))
+    )
+  })
+
+  it.live("fails to build with StoreUnavailable naming the reason when no seed answers", () =>
+    Effect.gen(function* () {
+      const started = Date.now()
+      const exit = yield* CounterStore.pipe(
+        Effect.provide(
+          CounterStore.layerRedis({
+            url: "redis://",
+            nodes: [{ host: "127.0.0.1", port: 1 }],
+            keyPrefix: uniqueRedisPrefix(),
+            connectTimeoutMillis: 500
+          })
+        ),
+        Effect.exit
+      )
+      const error = Exit.findErrorOption(exit)
+      assert.isTrue(Option.isSome(error) && error.value instanceof StoreUnavailable)
+      if (Option.isNone(error)) return
+      assert.strictEqual(error.value.operation, "connect")
+      assert.match(error.value.message, /^the counter store is unavailable \(connect: .+\)$/)
+      assert.notInclude(error.value.message, "\n")
+      assert.isBelow(Date.now() - started, 5_000)
+    })
+  )
+
+  // Last in the file: it leaves the cluster without one of its masters.
+  it.live("a killed master: its keys fail promptly with StoreUnavailable, the others still answer, ping fails", () => {
+    const prefix = uniqueRedisPrefix()
+    return Effect.gen(function* () {
+      const store = yield* CounterStore
+      const keys = Array.from({ length: 30 }, (_, i) => `k:${i}`)
+      const owners = yield* Effect.promise(() => Promise.all(keys.map((key) => cluster!.masterOf(prefix + key))))
+      const victim = owners[0]!
+      yield* Effect.promise(() => cluster!.nodes.find((node) => node.port === victim)!.kill())
+      for (const [i, key] of keys.entries()) {
+        const started = Date.now()
+        const exit = yield* Effect.exit(store.setIfAbsent(key, "v", 60_000))
+        assert.isBelow(Date.now() - started, 1_500, key)
+        if (owners[i] === victim) {
+          assert.isTrue(Exit.isFailure(exit), key)
+        } else {
+          assert.deepStrictEqual(exit, Exit.succeed(true), key)
+        }
+      }
+      const ping = yield* Effect.exit(store.ping())
+      assert.isTrue(Exit.isFailure(ping))
+    }).pipe(
+      Effect.provide(
+        CounterStore.layerRedis({
+          url: "redis://",
+          nodes: clusterNodes(),
+          keyPrefix: prefix,
+          commandTimeoutMillis: 500
+        })
+      )
+    )
+  })
 })

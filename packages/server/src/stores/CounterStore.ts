@@ -1,28 +1,24 @@
-import { Clock, Context, Duration, Effect, Layer, Option, Redacted, Schema } from "effect"
-import { Redis } from "ioredis"
+import { Clock, Context, Effect, Layer, Option } from "effect"
+import {
+  clientCall,
+  connectRedis,
+  pingClient,
+  type RedisCounterStoreOptions,
+  releaseRedis,
+  type StoreUnavailable
+} from "./RedisClient.ts"
 
-/** The counter store could not be reached or did not answer in time; callers pick fail-open or 503. */
-export class StoreUnavailable extends Schema.TaggedError<StoreUnavailable>()("StoreUnavailable", {
-  operation: Schema.String,
-  cause: Schema.Defect()
-}) {
-  override get message(): string {
-    return `the counter store is unavailable (${this.operation})`
-  }
-}
-
-/** Options of {@link CounterStore.layerRedis}. */
-export interface RedisCounterStoreOptions {
-  readonly url: string | Redacted.Redacted<string>
-  /** Prepended to every key (e.g. `svc:`); isolates deployments and tests sharing one Redis. */
-  readonly keyPrefix: string
-  /** Bound on establishing the connection, also at layer build. Default 2000 ms. */
-  readonly connectTimeoutMillis?: number | undefined
-  /** Bound on each command. Default 1000 ms. */
-  readonly commandTimeoutMillis?: number | undefined
-  /** `CLIENT SETNAME` of the connection, for operators. Default `svc-counter-store`. */
-  readonly connectionName?: string | undefined
-}
+export {
+  clientCall,
+  connectRedis,
+  describeRedisError,
+  type RedisClient,
+  type RedisCounterStoreOptions,
+  type RedisNode,
+  type RedisTlsFiles,
+  releaseRedis,
+  StoreUnavailable
+} from "./RedisClient.ts"
 
 /** The TTL a store receives: a whole number of milliseconds, at least 1. */
 const normalizeTtl = (ttlMillis: number): Effect.Effect<number> =>
@@ -91,11 +87,12 @@ export class CounterStore extends Context.Service<
   })
 
   /**
-   * Redis through ioredis, scoped: connects at build (fails with `StoreUnavailable` within the
-   * connect timeout) and quits on release. `enableOfflineQueue: false` and
-   * `maxRetriesPerRequest: 0`: while Redis is unreachable commands fail at once instead of
-   * queueing in memory, so rate limiting fails open and nonce checks answer 503 promptly;
-   * ioredis keeps reconnecting in the background.
+   * Redis or Redis Cluster through ioredis, scoped: connects at build (fails with
+   * `StoreUnavailable` within the connect timeout) and quits on release. `enableOfflineQueue:
+   * false` and `maxRetriesPerRequest: 0`: while Redis is unreachable commands fail at once instead
+   * of queueing in memory, so rate limiting fails open and nonce checks answer 503 promptly;
+   * ioredis keeps reconnecting in the background. Every command is single-key, so each works on
+   * any cluster slot.
    */
   static readonly layerRedis = (options: RedisCounterStoreOptions): Layer.Layer<CounterStore, StoreUnavailable> =>
     Layer.effect(
@@ -103,9 +100,7 @@ export class CounterStore extends Context.Service<
       Effect.gen(function* () {
         const context = yield* Effect.context<never>()
         const client = yield* Effect.acquireRelease(connectRedis(options, context), releaseRedis)
-
-        const attempt = <A>(operation: string, run: () => Promise<A>) =>
-          Effect.tryPromise({ try: run, catch: (cause) => new StoreUnavailable({ operation, cause }) })
+        const attempt = clientCall(client, options)
 
         return CounterStore.of({
           backend: "redis",
@@ -117,54 +112,8 @@ export class CounterStore extends Context.Service<
             ),
           get: (key) => attempt("get", () => client.get(key)).pipe(Effect.map(Option.fromNullishOr)),
           delete: (key) => attempt("delete", () => client.del(key)).pipe(Effect.map((removed) => removed > 0)),
-          ping: () => Effect.asVoid(attempt("ping", () => client.ping()))
+          ping: () => attempt("ping", () => pingClient(client))
         })
       })
     )
 }
-
-/**
- * Closes a client: `QUIT` (at most 2 s), then the socket. Never fails: with Redis gone `QUIT`
- * rejects at once ("Stream isn't writeable"), and a shutdown must still end cleanly.
- */
-export const releaseRedis = (client: Redis): Effect.Effect<void> =>
-  Effect.tryPromise(() => client.quit()).pipe(
-    Effect.timeout(Duration.seconds(2)),
-    Effect.ignore,
-    Effect.ensuring(Effect.sync(() => client.disconnect()))
-  )
-
-/** Connects an ioredis client with the store's fail-fast settings (no offline queue, no retries). */
-export const connectRedis = (options: RedisCounterStoreOptions, context: Context.Context<never>) =>
-  Effect.tryPromise({
-    try: async () => {
-      const url = Redacted.isRedacted(options.url) ? Redacted.value(options.url) : options.url
-      const client = new Redis(url, {
-        keyPrefix: options.keyPrefix,
-        connectionName: options.connectionName ?? "svc-counter-store",
-        lazyConnect: true,
-        connectTimeout: options.connectTimeoutMillis ?? 2000,
-        commandTimeout: options.commandTimeoutMillis ?? 1000,
-        enableOfflineQueue: false,
-        maxRetriesPerRequest: 0,
-        enableAutoPipelining: true
-      })
-      let lastError: string | undefined
-      client.on("error", (error: Error) => {
-        if (error.message === lastError) return
-        lastError = error.message
-        Effect.runForkWith(context)(Effect.logWarning("counter store connection error", error.message))
-      })
-      client.on("ready", () => {
-        lastError = undefined
-      })
-      try {
-        await client.connect()
-      } catch (cause) {
-        client.disconnect()
-        throw cause
-      }
-      return client
-    },
-    catch: (cause) => new StoreUnavailable({ operation: "connect", cause })
-  })

@@ -1,17 +1,20 @@
 import { randomUUID } from "node:crypto"
-import { assert, describe, it } from "@effect/vitest"
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { algorithmParams } from "@svc/domain/RateLimitAlgorithm"
 import type { Algorithm, RateLimitMode } from "@svc/domain/RateLimitDefinition"
-import { Effect, Layer } from "effect"
+import { Effect, Exit, Layer, Option } from "effect"
 import { TestClock } from "effect/testing"
 import { Redis } from "ioredis"
 import { CoolDownStore, coolDownKey } from "./CoolDownStore.ts"
-import { connectRedis, StoreUnavailable } from "./CounterStore.ts"
+import { connectRedis, type RedisNode, StoreUnavailable } from "./CounterStore.ts"
 import {
   makeRedisRateLimitStore,
   type RateLimitDecision,
   type RateLimitRuleCheck,
-  RateLimitStore
+  RateLimitStore,
+  ruleStateKey
 } from "./RateLimitStore.ts"
+import { type RedisCluster, startRedisCluster } from "./testing/RedisCluster.ts"
 
 const redisUrl = "redis://127.0.0.1:6379"
 const uniqueRedisPrefix = (): string => `svc-test:${randomUUID()}:`
@@ -38,6 +41,16 @@ const verdicts = (decision: RateLimitDecision): ReadonlyArray<string> =>
 
 type Stores = RateLimitStore | CoolDownStore
 
+/** A private three-master Redis Cluster for the `redis-cluster` backend. */
+let cluster: RedisCluster | undefined
+beforeAll(async () => {
+  cluster = await startRedisCluster({ replicas: 0 })
+}, 60_000)
+afterAll(() => cluster?.stop(), 30_000)
+
+const clusterNodes = (): ReadonlyArray<RedisNode> =>
+  cluster!.nodes.map((node) => ({ host: "127.0.0.1", port: node.port }))
+
 const backends: ReadonlyArray<{ readonly name: string; readonly layer: () => Layer.Layer<Stores, StoreUnavailable> }> =
   [
     { name: "memory", layer: () => RateLimitStore.layerMemory.pipe(Layer.provideMerge(CoolDownStore.layerMemory)) },
@@ -49,6 +62,13 @@ const backends: ReadonlyArray<{ readonly name: string; readonly layer: () => Lay
           RateLimitStore.layerRedis({ url: redisUrl, keyPrefix, clock: "effect" }),
           CoolDownStore.layerRedis({ url: redisUrl, keyPrefix })
         )
+      }
+    },
+    {
+      name: "redis-cluster",
+      layer: () => {
+        const redis = { url: "redis://", nodes: clusterNodes(), keyPrefix: uniqueRedisPrefix() }
+        return Layer.merge(RateLimitStore.layerRedis({ ...redis, clock: "effect" }), CoolDownStore.layerRedis(redis))
       }
     }
   ]
@@ -345,6 +365,8 @@ describe("RateLimitStore.layerRedis", () => {
         connectRedis({ url: redisUrl, keyPrefix: uniqueRedisPrefix() }, context),
         (client) => Effect.promise(() => client.quit())
       )
+      assert.instanceOf(client, Redis)
+      if (!(client instanceof Redis)) return
       const sent: Array<string> = []
       const sendCommand = client.sendCommand.bind(client)
       client.sendCommand = (...args: Parameters<typeof sendCommand>) => {
@@ -375,5 +397,101 @@ describe("RateLimitStore.layerRedis", () => {
       )
       assert.strictEqual(decisions.filter((d) => d.admitted).length, 20)
     })
+  )
+})
+
+describe("RateLimitStore.layerRedis on a Redis Cluster", () => {
+  const calls = (port: number) =>
+    Effect.promise(async () => {
+      const stats = await cluster!.command(port, "INFO", "commandstats")
+      const of = (name: string) => Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(stats)?.[1] ?? 0)
+      return of("evalsha") + of("eval")
+    })
+  const allRules = [
+    rule("rl_f", fixed("1m", 50)),
+    rule("rl_c", slidingCounter("1m", 50)),
+    rule("rl_l", slidingLog("1m", 50), "observe"),
+    rule("rl_t", bucket(50, 1))
+  ]
+
+  it.live("every key one check touches, cool-down included, hashes to the {rl} slot under the key prefix", () =>
+    Effect.gen(function* () {
+      const slotOf = (key: string) =>
+        Effect.promise(() => cluster!.command(cluster!.nodes[0]!.port, "CLUSTER", "KEYSLOT", key))
+      const slot = yield* slotOf("rl")
+      for (const prefix of ["svc:", "", "tenant-a:svc:", uniqueRedisPrefix()]) {
+        const keys = [
+          coolDownKey("cxn_a"),
+          coolDownKey("-"),
+          ...allRules.map((r) => ruleStateKey(r, algorithmParams(r.algorithm)))
+        ]
+        for (const key of keys) assert.strictEqual(yield* slotOf(prefix + key), slot, prefix + key)
+      }
+    })
+  )
+
+  it.live("one check is one EVALSHA on the master owning the slot, whatever the number of rules", () => {
+    const keyPrefix = uniqueRedisPrefix()
+    return Effect.gen(function* () {
+      const store = yield* RateLimitStore
+      const owner = yield* Effect.promise(() => cluster!.masterOf(`${keyPrefix}${coolDownKey("cxn_a")}`))
+      const masters = cluster!.nodes.map((node) => node.port)
+      // the first call on a connection may be EVALSHA then EVAL (NOSCRIPT): warm up
+      yield* store.check({ connectionId: "cxn_a", rules: allRules })
+      const before = yield* Effect.forEach(masters, calls)
+      const decisions = yield* Effect.all(
+        Array.from({ length: 20 }, (_, i) => store.check({ connectionId: "cxn_a", rules: allRules.slice(0, i % 5) })),
+        { concurrency: "unbounded" }
+      )
+      const after = yield* Effect.forEach(masters, calls)
+      assert.strictEqual(decisions.filter((d) => d.admitted).length, 20)
+      assert.deepStrictEqual(
+        masters.map((_port, i) => after[i]! - before[i]!),
+        masters.map((port) => (port === owner ? 20 : 0))
+      )
+    }).pipe(Effect.provide(RateLimitStore.layerRedis({ url: "redis://", nodes: clusterNodes(), keyPrefix })))
+  })
+
+  it.live(
+    "the rate-limit slot resharded mid-use: checks fail promptly during the move (ASK, TRYAGAIN), MOVED is followed after it",
+    () => {
+      const keyPrefix = uniqueRedisPrefix()
+      return Effect.gen(function* () {
+        const store = yield* RateLimitStore
+        const limit = rule("rl_moved", fixed("1h", 5))
+        const check = () => Effect.map(store.check({ connectionId: "cxn_m", rules: [limit] }), (d) => d.admitted)
+        assert.deepStrictEqual([yield* check(), yield* check()], [true, true])
+        const slot = Number(
+          yield* Effect.promise(() => cluster!.command(cluster!.nodes[0]!.port, "CLUSTER", "KEYSLOT", "rl"))
+        )
+        const owner = yield* Effect.promise(() => cluster!.masterOf(`${keyPrefix}${coolDownKey("cxn_m")}`))
+        const target = cluster!.nodes.find((node) => node.port !== owner)!.port
+        const context = yield* Effect.context<never>()
+        const midway: Array<string> = []
+        // While the slot is MIGRATING the bucket is on the target already: the old owner answers ASK,
+        // the client asks the target, and the target refuses a multi-key script whose keys are not
+        // all there yet (the absent cool-down key) with TRYAGAIN: the check fails, within its bound.
+        yield* Effect.promise(() =>
+          cluster!.migrateSlot(slot, target, async () => {
+            for (let i = 0; i < 2; i++) {
+              const started = Date.now()
+              const exit = await Effect.runPromiseWith(context)(Effect.exit(check()))
+              assert.isBelow(Date.now() - started, 2_500)
+              const error = Exit.findErrorOption(exit)
+              midway.push(Option.isSome(error) ? error.value._tag : "answered")
+            }
+          })
+        )
+        assert.strictEqual(midway.length, 2)
+        assert.deepStrictEqual(midway, ["StoreUnavailable", "StoreUnavailable"])
+        assert.strictEqual(
+          yield* Effect.promise(() => cluster!.masterOf(`${keyPrefix}${coolDownKey("cxn_m")}`)),
+          target
+        )
+        const rest = []
+        for (let i = 0; i < 5; i++) rest.push(yield* check())
+        assert.deepStrictEqual(rest, [true, true, true, false, false])
+      }).pipe(Effect.provide(RateLimitStore.layerRedis({ url: "redis://", nodes: clusterNodes(), keyPrefix })))
+    }
   )
 })

@@ -12,9 +12,16 @@ import {
 } from "@svc/domain/RateLimitAlgorithm"
 import type { Algorithm, RateLimitMode } from "@svc/domain/RateLimitDefinition"
 import { Clock, Context, Effect, Layer, Option } from "effect"
-import type { ClientContext, Redis, Result } from "ioredis"
+import type { ClientContext, Result } from "ioredis"
 import { CoolDownStore, coolDownKey, rateLimitHashTag } from "./CoolDownStore.ts"
-import { connectRedis, type RedisCounterStoreOptions, releaseRedis, StoreUnavailable } from "./CounterStore.ts"
+import {
+  clientCall,
+  connectRedis,
+  type RedisClient,
+  type RedisCounterStoreOptions,
+  releaseRedis,
+  type StoreUnavailable
+} from "./RedisClient.ts"
 import { rateLimitScript } from "./RateLimitScript.ts"
 import { Telemetry } from "../telemetry/Telemetry.ts"
 
@@ -321,7 +328,7 @@ export class RateLimitStore extends Context.Service<
           connectRedis({ connectionName: "svc-rate-limit-store", ...options }, context),
           releaseRedis
         )
-        return makeRedisRateLimitStore(client, options.clock ?? "redis", (yield* Telemetry).tracing)
+        return makeRedisRateLimitStore(client, options.clock ?? "redis", (yield* Telemetry).tracing, options)
       })
     )
 }
@@ -334,16 +341,19 @@ declare module "ioredis" {
 }
 
 /**
- * The Redis store on a connected client (exported for tests that watch the client's commands):
- * defines the script on it; each `check` is one `EVALSHA` (ioredis sends `EVAL` the first time
- * on a connection and after a `NOSCRIPT`).
+ * The Redis store on a connected client, one Redis or a cluster (exported for tests that watch the
+ * client's commands): defines the script on it; each `check` is one `EVALSHA` (ioredis sends
+ * `EVAL` the first time on a connection and after a `NOSCRIPT`). Every key of a check carries the
+ * rate-limit hash tag, so on a cluster the call goes to the one node owning that slot.
  */
 export const makeRedisRateLimitStore = (
-  client: Redis,
+  client: RedisClient,
   clock: "redis" | "effect",
-  traced = false
+  traced = false,
+  options: Pick<RedisCounterStoreOptions, "commandTimeoutMillis"> = {}
 ): RateLimitStore["Service"] => {
   client.defineCommand("svcRateLimitCheck", { lua: rateLimitScript })
+  const attempt = clientCall(client, options)
   const clockArg = clock === "redis" ? Effect.succeed("") : Effect.map(Clock.currentTimeMillis, String)
 
   return RateLimitStore.of({
@@ -356,10 +366,7 @@ export const makeRedisRateLimitStore = (
         keys.push(ruleStateKey(rule, params))
         args.push(rule.mode === "observe" ? "1" : "0", kindTag[params.kind], String(a), String(b))
       }
-      const call = Effect.tryPromise({
-        try: () => client.svcRateLimitCheck(keys.length, ...keys, ...args),
-        catch: (cause) => new StoreUnavailable({ operation: "rateLimit.check", cause })
-      })
+      const call = attempt("rateLimit.check", () => client.svcRateLimitCheck(keys.length, ...keys, ...args))
       // Telemetry (spec 8.3): a counter-store span with the key names, never a value; none when off.
       const reply = yield* traced
         ? Effect.withSpan(call, "counter_store.rate_limit_check", {

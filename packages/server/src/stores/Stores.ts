@@ -17,32 +17,42 @@ import { ResourceRepo } from "@svc/sql/ResourceRepo"
 import { checkSchema, ping } from "@svc/sql/SchemaCheck"
 import { SearchRepo } from "@svc/sql/SearchRepo"
 import { TaskRepo } from "@svc/sql/TaskRepo"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import type { ResolvedConfig } from "../config/SvcConfig.ts"
 import { CoolDownStore } from "./CoolDownStore.ts"
-import { CounterStore } from "./CounterStore.ts"
+import { CounterStore, type RedisCounterStoreOptions } from "./CounterStore.ts"
 import * as Database from "./Database.ts"
 import { RateLimitStore } from "./RateLimitStore.ts"
 import { AppMetricsSql, DirectSql } from "./Database.ts"
 import { Health } from "./Health.ts"
 
-/** The configured counter store: Redis in production, in memory on the embedded default. */
+/** The Redis settings of a Redis or Redis Cluster counter store (the cluster from its seed nodes). */
+const redisOptions = (
+  store: Exclude<ResolvedConfig["counterStore"], { provider: "memory" }>
+): RedisCounterStoreOptions => ({
+  url: Redacted.make(store.url),
+  keyPrefix: store.keyPrefix,
+  ...(store.provider === "redis-cluster" ? { nodes: store.nodes } : {}),
+  ...(store.tls === undefined ? {} : { tls: store.tls })
+})
+
+/** The configured counter store: Redis or Redis Cluster in production, in memory on the embedded default. */
 export const counterStoreLayer = (config: ResolvedConfig) =>
-  config.counterStore.provider === "redis"
-    ? CounterStore.layerRedis({ url: config.counterStore.url, keyPrefix: config.counterStore.keyPrefix })
-    : CounterStore.layerMemory
+  config.counterStore.provider === "memory"
+    ? CounterStore.layerMemory
+    : CounterStore.layerRedis(redisOptions(config.counterStore))
 
 /**
  * The configured cool-down store (spec 2.9) and rate-limit store (spec 4.6) on the counter store's
- * Redis and key prefix, or in memory: there the rate-limit store reads the one in-process map the
- * `Connection` entity publishes to.
+ * Redis (or cluster) and key prefix, or in memory: there the rate-limit store reads the one
+ * in-process map the `Connection` entity publishes to.
  */
 export const limitStoresLayer = (config: ResolvedConfig) => {
-  if (config.counterStore.provider !== "redis") {
+  if (config.counterStore.provider === "memory") {
     return RateLimitStore.layerMemory.pipe(Layer.provideMerge(CoolDownStore.layerMemory))
   }
-  const redis = { url: config.counterStore.url, keyPrefix: config.counterStore.keyPrefix }
+  const redis = redisOptions(config.counterStore)
   return Layer.merge(CoolDownStore.layerRedis(redis), RateLimitStore.layerRedis(redis))
 }
 
