@@ -397,6 +397,33 @@ describe("cli proxy", () => {
     expect(seen.at(-1)?.url).toBe("/v1/oneshot?who=curl")
   })
 
+  it("one-shot with --upstream-base: the command's URL path goes to that base (spec 4.8, flags first)", async () => {
+    upstream.route("/base/oneshot", (request) => ({
+      status: 200,
+      headers: { "content-type": "text/plain" },
+      body: `based ${request.query.get("who")}`
+    }))
+    const out = await start([
+      "proxy",
+      "--apiUrl",
+      apiUrl,
+      "--connection",
+      connectionId,
+      "--upstream-base",
+      `${upstream.origin}/base`,
+      "curl",
+      "-s",
+      "https://api.example.invalid/oneshot?who=base"
+    ]).exit
+    expect(out).toEqual({ code: 0, stdout: "based base", stderr: "" })
+    expect(
+      upstream
+        .seen()
+        .filter((request) => request.path === "/base/oneshot")
+        .at(-1)?.url
+    ).toBe("/base/oneshot?who=base")
+  })
+
   it("one-shot: curl's exit code passes through (curl -f on an upstream 404 exits 22)", async () => {
     const out = await start([
       "proxy",
