@@ -81,6 +81,45 @@ const serve = async (args: ReadonlyArray<string>, env: Record<string, string> = 
 
 const lines = (text: string) => text.split("\n").filter((line) => line !== "")
 
+/** A GET of `listener` + `target` with exactly `headers` (a forged Host included): status, body code. */
+const forged = (listener: string, target: string, headers: Record<string, string>) =>
+  new Promise<{ status: number; code: string | undefined }>((resolve, reject) => {
+    const { hostname, port } = new URL(listener)
+    const request = http.request({ host: hostname, port, path: target, headers, setHost: false }, (answer) => {
+      let body = ""
+      answer.setEncoding("utf8")
+      answer.on("data", (chunk: string) => (body += chunk))
+      answer.on("end", () => {
+        let code: string | undefined
+        try {
+          code = (JSON.parse(body) as { code?: string }).code
+        } catch {
+          code = undefined
+        }
+        resolve({ status: answer.statusCode ?? 0, code })
+      })
+    })
+    request.on("error", reject)
+    request.end()
+  })
+
+/** The refusals SECURITY.md asks of a local listener acting with a credential (DNS rebinding, cross-site pages). */
+const expectWebPagesRefused = async (listener: string, target: string) => {
+  const own = new URL(listener).host
+  const port = new URL(listener).port
+  const cases: ReadonlyArray<readonly [Record<string, string>, string]> = [
+    [{ host: `evil.example:${port}` }, "foreign_host"],
+    [{ host: `127.0.0.1:${Number(port) + 1}` }, "foreign_host"],
+    [{ host: own, origin: "https://evil.example" }, "cross_site_request"],
+    [{ host: own, origin: "null" }, "cross_site_request"],
+    [{ host: own, "sec-fetch-site": "cross-site" }, "cross_site_request"],
+    [{ host: own, "sec-fetch-site": "same-site" }, "cross_site_request"]
+  ]
+  for (const [headers, code] of cases) {
+    expect({ headers, ...(await forged(listener, target, headers)) }).toEqual({ headers, status: 403, code })
+  }
+}
+
 /** An upstream the test drives chunk by chunk, and the last request it saw. */
 interface StreamingUpstream {
   readonly origin: string
@@ -212,6 +251,19 @@ describe("cli signing-proxy", () => {
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
   })
 
+  it("refuses a foreign Host and cross-site pages with 403; its own names and same-origin pass", async () => {
+    const { url, proc } = await serve(["signing-proxy", "--proxyTo", apiUrl, "--port", "0"])
+    await expectWebPagesRefused(url, "/api/v1/auth/whoami")
+    const port = new URL(url).port
+    for (const headers of [
+      { host: `localhost:${port}` },
+      { host: `127.0.0.1:${port}`, origin: `http://127.0.0.1:${port}`, "sec-fetch-site": "same-origin" }
+    ]) {
+      expect((await forged(url, "/api/v1/auth/whoami", headers)).status).toBe(200)
+    }
+    expect(proc.stderr()).toContain("-> 403: this local proxy answers only requests addressed to 127.0.0.1:")
+  })
+
   it("streams a chunked upload and a held-open answer both ways (through _proxy_raw to an upstream)", async () => {
     const { url, proc } = await serve(["signing-proxy", "--apiUrl", apiUrl, "--port", "0"])
     expect(proc.stderr()).toContain(`-> api ${apiUrl}/`)
@@ -315,6 +367,25 @@ describe("cli proxy", () => {
     expect((await fetch(`${url}/unrouted`)).status).toBe(404)
   })
 
+  it("refuses a foreign Host and cross-site pages with 403 before anything reaches svc or the upstream", async () => {
+    upstream.route("/base/rebound", () => ({ status: 200, body: "reached" }))
+    const { url } = await serve([
+      "proxy",
+      "--connection",
+      connectionId,
+      "--upstream-base",
+      `${upstream.origin}/base`,
+      "--port",
+      "0",
+      "--apiUrl",
+      apiUrl
+    ])
+    await expectWebPagesRefused(url, "/rebound")
+    expect(upstream.seen().filter((request) => request.path === "/base/rebound")).toHaveLength(0)
+    expect((await forged(url, "/rebound", { host: `[::1]:${new URL(url).port}` })).status).toBe(200)
+    expect(upstream.seen().filter((request) => request.path === "/base/rebound")).toHaveLength(1)
+  })
+
   it("streams both ways through _proxy_raw", async () => {
     const { url } = await serve([
       "proxy",
@@ -395,6 +466,33 @@ describe("cli proxy", () => {
     expect(out).toEqual({ code: 0, stdout: "hello curl one PUT", stderr: "" })
     const seen = upstream.seen().filter((request) => request.path === "/v1/oneshot")
     expect(seen.at(-1)?.url).toBe("/v1/oneshot?who=curl")
+  })
+
+  it("one-shot with --upstream-base: the command's URL path goes to that base (spec 4.8, flags first)", async () => {
+    upstream.route("/base/oneshot", (request) => ({
+      status: 200,
+      headers: { "content-type": "text/plain" },
+      body: `based ${request.query.get("who")}`
+    }))
+    const out = await start([
+      "proxy",
+      "--apiUrl",
+      apiUrl,
+      "--connection",
+      connectionId,
+      "--upstream-base",
+      `${upstream.origin}/base`,
+      "curl",
+      "-s",
+      "https://api.example.invalid/oneshot?who=base"
+    ]).exit
+    expect(out).toEqual({ code: 0, stdout: "based base", stderr: "" })
+    expect(
+      upstream
+        .seen()
+        .filter((request) => request.path === "/base/oneshot")
+        .at(-1)?.url
+    ).toBe("/base/oneshot?who=base")
   })
 
   it("one-shot: curl's exit code passes through (curl -f on an upstream 404 exits 22)", async () => {

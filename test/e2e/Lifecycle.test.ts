@@ -179,6 +179,38 @@ describe("a connection's _disconnect", () => {
   }, 60_000)
 })
 
+describe("_disconnect then _migrate_version", () => {
+  it("a migration started right after the 202 is 409 connection_disconnecting", async () => {
+    const r = resources(svc)
+    const connector = await hangingConnector("dismig")
+    const connections = []
+    for (let i = 0; i < 3; i++) {
+      connections.push(await r.connection(connector.id, { credentials: { client_id: `c${i}`, client_secret: "s" } }))
+    }
+    const definition = expectStatus<{ definition: Record<string, unknown> }>(
+      await svc.call("GET", `/api/v1/connectors/${connector.id}/versions/1`),
+      200
+    ).definition
+    const v2 = expectStatus<{ version: number }>(
+      await svc.call("POST", `/api/v1/connectors/${connector.id}/versions`, { body: { definition } }),
+      201
+    )
+    await r.publish(connector.id, v2.version)
+    // Several times: the migration must never slip in before the disconnect's own first step.
+    for (const connection of connections) {
+      const handle = expectStatus<{ taskId: string }>(
+        await svc.call("POST", `/api/v1/connections/${connection.id}/_disconnect`, { body: { timeoutSeconds: 2 } }),
+        202
+      )
+      const migration = await svc.call("POST", `/api/v1/connections/${connection.id}/_migrate_version`, {
+        body: { target_version: v2.version, timeout_seconds: 30 }
+      })
+      expectError(migration, 409, "connection_disconnecting")
+      expect((await ended(handle.taskId)).state).toBe("completed")
+    }
+  }, 60_000)
+})
+
 describe("archive", () => {
   it("prepares the versions, disconnects every connection, archives every version; no new connections", async () => {
     const r = resources(svc)

@@ -775,6 +775,21 @@ describe("hostile hooks", () => {
       "a built-in notification key",
       `({ notifications: { set: [{ key: "svc.reauth", level: "info", title: "x" }] } })`,
       "(invalid_output)"
+    ],
+    // SECURITY.md: keys that reach the prototype are refused, not merged through it.
+    ["config.set.__proto__", `({ config: { set: JSON.parse('{"__proto__": {"host": "x"}}') } })`, "(invalid_output)"],
+    ["config.set.constructor", `({ config: { set: { constructor: "x" } } })`, "(invalid_output)"],
+    ["labels.set.constructor", `({ labels: { set: { constructor: "x" } } })`, "(invalid_output)"],
+    // SECURITY.md: a notice's action_url is http(s) or a path, never a script.
+    [
+      "a javascript: action_url",
+      `({ notifications: { set: [{ key: "k", level: "info", title: "x", action_url: "javascript:alert(1)" }] } })`,
+      "(invalid_output)"
+    ],
+    [
+      "a protocol-relative action_url",
+      `({ notifications: { set: [{ key: "k", level: "info", title: "x", action_url: "//evil.example/" }] } })`,
+      "(invalid_output)"
     ]
   ]
 

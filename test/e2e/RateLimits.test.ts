@@ -601,3 +601,76 @@ describe("the reactive limiter", () => {
     expect(events[1]).toMatchObject({ response_source: "rate_limit", rate_limit_id: limit.id })
   }, 30_000)
 })
+
+describe("request labels cannot relabel what a rule selects on (SECURITY.md)", () => {
+  it("a request label contradicting the connection's is 400 on both routes and both paths; others still count", async () => {
+    const r = resources(svc)
+    const ns = (await r.namespace(`root.relabel${Math.random().toString(36).slice(2, 8)}`)).path
+    const connector = await r.publishedConnector(ns, {
+      definition: {
+        type: "demo",
+        auth: { type: "api_key", placement: "bearer" },
+        proxy: { allowed_hosts: [`127.0.0.1:${upstream.port}`], allow_private_networks: true }
+      }
+    })
+    const connectionId = (
+      await r.connection(connector.id, { credentials: { api_key: apiKey }, labels: { tier: "free" } })
+    ).id
+    const limit = await rule(ns, {
+      selector: { label_selector: "tier=free" },
+      bucket: { dimensions: [] },
+      algorithm: { sliding_window: { window: "1h", limit: 1, mode: "log" } }
+    })
+    const externalId = `relabel-${connectionId}`
+    await r.create("actors", {
+      namespace: ns,
+      externalId,
+      permissions: [{ namespace: `${ns}.**`, resources: ["connections"], verbs: ["get", "list", "proxy"] }]
+    })
+    const send = (token: string, route: "_proxy" | "_proxy_raw", labels: Record<string, string>) => {
+      const url = `http://127.0.0.1:${svc.ports.api}/api/v1/connections/${connectionId}/${route}`
+      if (route === "_proxy") {
+        return fetch(url, {
+          method: "POST",
+          headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+          body: JSON.stringify({ url: `${upstream.origin}/json`, method: "GET", labels })
+        })
+      }
+      const headers = new Headers({ authorization: `Bearer ${token}`, "x-svc-upstream-url": `${upstream.origin}/json` })
+      for (const [key, value] of Object.entries(labels)) headers.append("x-svc-label", `${key}=${value}`)
+      return fetch(url, { headers })
+    }
+
+    // A label the connection does not carry, and one repeating its value: admitted and counted.
+    const admitted = await send(await svc.sign(externalId), "_proxy_raw", { team: "a", tier: "free" })
+    expect(admitted.status, await admitted.clone().text()).toBe(200)
+    await admitted.arrayBuffer()
+
+    const before = upstreamCalls()
+    for (const route of ["_proxy", "_proxy_raw"] as const) {
+      // A fresh token: the first request takes the HttpApi route (Pipeline.ts), the second the fast path.
+      const token = await svc.sign(externalId)
+      for (const door of ["pipeline", "fast path"]) {
+        const refused = await send(token, route, { tier: "premium" })
+        const body = (await refused.json()) as { error: string; code: string; details?: Array<{ field: string }> }
+        expect({ route, door, status: refused.status, code: body.code }).toEqual({
+          route,
+          door,
+          status: 400,
+          code: "label_conflict"
+        })
+        expect(body.error).toContain("tier")
+        expect(body.details).toEqual([{ field: "labels.tier", message: expect.any(String) }])
+      }
+    }
+    expect(upstreamCalls() - before).toBe(0)
+
+    // The rule still counts the connection's requests: the next one is svc's own 429.
+    expectSvc429(await raw(connectionId, "/json", ["team=b"]), limit.id)
+
+    const events = await eventsOf(connectionId, 2)
+    expect(events[0]?.labels).toMatchObject({ tier: "free", team: "a" })
+    expect(events[1]?.labels).toMatchObject({ tier: "free", team: "b" })
+    expect(events.map((event) => event.response_source)).toEqual(["upstream", "rate_limit"])
+  }, 60_000)
+})

@@ -5,13 +5,14 @@
  * aborts the forwarded exchange. A raw relay, not the typed client: the caller must see the
  * target's status, headers and bytes exactly as they were answered.
  */
-import { Effect, FiberSet } from "effect"
+import { Console, Effect, FiberSet } from "effect"
 import * as Http from "node:http"
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http"
 import * as Https from "node:https"
 import type { AddressInfo } from "node:net"
 import { pipeline } from "node:stream"
 import { CliFailure } from "./CliFailure.ts"
+import { localRequestRefusal } from "./LocalRequest.ts"
 
 /** The loopback address every listener of the CLI binds. */
 export const loopback = "127.0.0.1"
@@ -191,6 +192,8 @@ const listenFailure = (error: NodeJS.ErrnoException, port: number) =>
  * Starts a node:http listener on 127.0.0.1:`port` (0: any free port) for the current scope: each
  * request is handled by `handle` in a fiber of the scope; closing the scope closes the listener,
  * its connections and the requests in flight. No request timeout: bodies may stream for long.
+ * A request with a foreign `Host` or from another site's page (`localRequestRefusal`) is
+ * answered 403 before `handle` sees it.
  */
 export const listenLoopback = Effect.fnUntraced(function* (
   port: number,
@@ -200,7 +203,16 @@ export const listenLoopback = Effect.fnUntraced(function* (
   const server = yield* Effect.acquireRelease(
     Effect.callback<Http.Server, CliFailure>((resume) => {
       const server = Http.createServer({ requestTimeout: 0, headersTimeout: 30_000 }, (req, res) => {
-        run(handle(req, res))
+        const refusal = localRequestRefusal(req.headers, req.url ?? "/", (server.address() as AddressInfo).port)
+        if (refusal === undefined) {
+          run(handle(req, res))
+          return
+        }
+        const body = `${JSON.stringify({ error: refusal.error, code: refusal.code })}\n`
+        req.resume()
+        res.writeHead(403, { "content-type": "application/json", "content-length": Buffer.byteLength(body) })
+        res.end(body)
+        run(Console.error(`${req.method ?? "GET"} ${req.url ?? "/"} -> 403: ${refusal.error}`))
       })
       // a CONNECT tunnel (an https:// URL through a forward proxy) would carry TLS bytes the relay
       // cannot sign or inject into: refused with a reason instead of a silently dropped socket

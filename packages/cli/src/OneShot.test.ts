@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Result } from "effect"
-import { findRequestUrls, markOneShot, rewriteArgs } from "./OneShot.ts"
+import { findRequestUrls, markOneShot, rewriteArgs, upstreamBases } from "./OneShot.ts"
 
 const urlsOf = (program: string, args: ReadonlyArray<string>) => {
   const result = findRequestUrls(program, args)
@@ -103,5 +103,39 @@ describe("findRequestUrls / rewriteArgs", () => {
     assert.match(failureOf("curl", ["-s", "example.com"]), /no http:\/\/ or https:\/\/ URL among the curl arguments/)
     assert.match(failureOf("curl", ["https://user:pw@h.example/"]), /carries credentials/)
     assert.match(failureOf("wget", ["http:///path"]), /cannot read the host/)
+  })
+})
+
+describe("one-shot with --upstream-base (spec 4.8: flags first)", () => {
+  it("the flag stays cli's: -- goes before the command", () => {
+    assert.deepStrictEqual(
+      markOneShot(["proxy", "--connection", "cxn_1", "--upstream-base", "https://api.example.com/v2", "curl", "-s"]),
+      ["proxy", "--connection", "cxn_1", "--upstream-base", "https://api.example.com/v2", "--", "curl", "-s"]
+    )
+  })
+
+  it("every URL's path goes to the base (one listener); without it each origin is its own base", () => {
+    const args = ["-s", "https://one.example/a?x=1", "http://two.example:8080/b"]
+    const urls = urlsOf("curl", args)
+    const bases = upstreamBases(urls, new URL("https://api.example.com/v2"))
+    assert.deepStrictEqual(
+      [...bases],
+      [
+        ["https://one.example", "https://api.example.com/v2"],
+        ["http://two.example:8080", "https://api.example.com/v2"]
+      ]
+    )
+    const listeners: Record<string, string> = { "https://api.example.com/v2": "http://127.0.0.1:1001" }
+    assert.deepStrictEqual(
+      rewriteArgs(args, urls, (origin) => listeners[bases.get(origin) ?? ""] ?? ""),
+      ["-s", "http://127.0.0.1:1001/a?x=1", "http://127.0.0.1:1001/b"]
+    )
+    assert.deepStrictEqual(
+      [...upstreamBases(urls, undefined)],
+      [
+        ["https://one.example", "https://one.example"],
+        ["http://two.example:8080", "http://two.example:8080"]
+      ]
+    )
   })
 })

@@ -128,6 +128,17 @@ export const findRequestUrls = (
   return Result.succeed(found)
 }
 
+/**
+ * The upstream base of each request URL's listener, by the URL's origin (spec 4.8, flags first):
+ * with `--upstream-base`, every URL's path goes to that base (one listener); without, each
+ * origin is its own base (a listener per origin).
+ */
+export const upstreamBases = (
+  urls: ReadonlyArray<RequestUrl>,
+  upstreamBase: URL | undefined
+): ReadonlyMap<string, string> =>
+  new Map(urls.map((url) => [url.origin, upstreamBase === undefined ? url.origin : upstreamBase.href]))
+
 /** `args` with each request URL's scheme and host replaced by its origin's listener URL. */
 export const rewriteArgs = (
   args: ReadonlyArray<string>,

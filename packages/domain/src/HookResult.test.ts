@@ -100,4 +100,65 @@ describe("HookResult (spec 2.10)", () => {
       for (const detail of found) assert.notInclude(detail.message, "SECRET")
     })
   )
+
+  it.effect("__proto__, constructor and prototype keys are refused wherever the result is merged", () =>
+    Effect.gen(function* () {
+      const message = "__proto__, constructor and prototype are not allowed as keys"
+      // As the sandbox's output arrives: JSON.parse makes `__proto__` an own key.
+      const polluted = JSON.parse('{"config":{"set":{"__proto__":{"polluted":true}}}}')
+      assert.deepStrictEqual(yield* problems(polluted), [{ field: "output.config.set.__proto__", message }])
+      for (const key of ["constructor", "prototype"]) {
+        assert.deepStrictEqual(yield* problems({ config: { set: { [key]: 1 } } }), [
+          { field: `output.config.set.${key}`, message }
+        ])
+        assert.deepStrictEqual(yield* problems({ config: { unset: [key] } }), [
+          { field: "output.config.unset[0]", message }
+        ])
+        assert.deepStrictEqual(yield* problems({ labels: { set: { [key]: "a" } } }), [
+          { field: `output.labels.set.${key}`, message }
+        ])
+        assert.deepStrictEqual(yield* problems({ annotations: { set: { [key]: "a" } } }), [
+          { field: `output.annotations.set.${key}`, message }
+        ])
+        assert.deepStrictEqual(yield* problems({ labels: { unset: [key] } }), [
+          { field: "output.labels.unset[0]", message }
+        ])
+      }
+      assert.strictEqual(({} as Record<string, unknown>).polluted, undefined)
+    })
+  )
+
+  it.effect("a notification's action_url is http(s) or a path starting with a single /", () =>
+    Effect.gen(function* () {
+      const message = "an action_url is an absolute http: or https: URL, or a path starting with a single /"
+      for (const url of [
+        "javascript:alert(1)",
+        "JaVaScRiPt:alert(1)",
+        " javascript:alert(1)",
+        "java\tscript:alert(1)",
+        "data:text/html,<script>alert(1)</script>",
+        "vbscript:msgbox",
+        "//evil.example/x",
+        "/\\evil.example/x",
+        "/\t/evil.example/x",
+        "connections/1",
+        "mailto:a@example.com",
+        ""
+      ]) {
+        assert.deepStrictEqual(
+          yield* problems({ notifications: { set: [{ ...notice, action_url: url }] } }),
+          [{ field: "output.notifications.set[0].action_url", message }],
+          JSON.stringify(url)
+        )
+      }
+      for (const url of [
+        "https://example.com/x?a=1",
+        "http://127.0.0.1:8080/",
+        "/connections/cxn_1?action=configure"
+      ]) {
+        const decoded = yield* decodeHookResult({ notifications: { set: [{ ...notice, action_url: url }] } })
+        assert.strictEqual(decoded.notifications?.set?.[0]?.action_url, url)
+      }
+    })
+  )
 })

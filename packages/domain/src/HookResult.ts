@@ -7,8 +7,8 @@
 import { Effect, Schema } from "effect"
 import { type ErrorDetail, issueDetails } from "./Errors.ts"
 import { keyProblem, UserAnnotations, UserLabels } from "./Labels.ts"
-import { isBuiltInKey, NotificationKey, NotificationLevel, NotificationMetadata } from "./Notification.ts"
-import { jsonProblem, jsonProblemIssue } from "./StrictInput.ts"
+import { ActionUrl, isBuiltInKey, NotificationKey, NotificationLevel, NotificationMetadata } from "./Notification.ts"
+import { jsonProblem, jsonProblemIssue, prototypeKeyProblem } from "./StrictInput.ts"
 
 /** Longest hook output accepted, in characters of its JSON text (checked inside the sandbox). */
 export const hookOutputMaxChars = 1024 * 1024
@@ -31,6 +31,16 @@ const ConfigKey = Schema.String.check(
     message: `a configuration key is 1 to ${hookConfigKeyMaxLength} characters`
   })
 )
+
+/** A key to unset: also never one that reaches the prototype. */
+const UnsetKey = ConfigKey.check(Schema.makeFilter((key: string) => prototypeKeyProblem(key) ?? true))
+
+/** Keys of a `set` that would reach the prototype when merged (`__proto__`, `constructor`, `prototype`). */
+const prototypeKeysOf = (set: Readonly<Record<string, unknown>> | undefined): Array<Problem> =>
+  Object.keys(set ?? {}).flatMap((key) => {
+    const issue = prototypeKeyProblem(key)
+    return issue === undefined ? [] : [{ path: ["set", key], issue }]
+  })
 
 /** A configuration value: any JSON (string, number, boolean, array, object or null), nested ≤ 64 levels. */
 const ConfigValue = Schema.Json.check(
@@ -60,16 +70,22 @@ const countKeys = (
 /** `config`: `set` merges values into the configuration, `unset` removes keys (spec 2.10). */
 export const HookConfig = Schema.Struct({
   set: Schema.optionalKey(Schema.Record(ConfigKey, ConfigValue)),
-  unset: Schema.optionalKey(Schema.Array(ConfigKey))
+  unset: Schema.optionalKey(Schema.Array(UnsetKey))
 }).check(
   Schema.makeFilter((section) =>
-    report([...countKeys(section, hookConfigMaxKeys), ...noOverlap(section.set, section.unset)])
+    report([
+      ...countKeys(section, hookConfigMaxKeys),
+      ...noOverlap(section.set, section.unset),
+      ...prototypeKeysOf(section.set)
+    ])
   )
 )
 export type HookConfig = typeof HookConfig.Type
 
 /** A key a hook may unset from labels or annotations: a valid user key (never under `svc/`). */
-const UserKey = Schema.String.check(Schema.makeFilter((key: string) => keyProblem(key) ?? true))
+const UserKey = Schema.String.check(
+  Schema.makeFilter((key: string) => keyProblem(key) ?? prototypeKeyProblem(key) ?? true)
+)
 
 /** `labels`: user labels to set (normal label rules, no `svc/` keys) and keys to unset. */
 export const HookLabels = Schema.Struct({
@@ -77,7 +93,11 @@ export const HookLabels = Schema.Struct({
   unset: Schema.optionalKey(Schema.Array(UserKey))
 }).check(
   Schema.makeFilter((section) =>
-    report([...countKeys(section, hookLabelsMaxKeys), ...noOverlap(section.set, section.unset)])
+    report([
+      ...countKeys(section, hookLabelsMaxKeys),
+      ...noOverlap(section.set, section.unset),
+      ...prototypeKeysOf(section.set)
+    ])
   )
 )
 export type HookLabels = typeof HookLabels.Type
@@ -88,7 +108,11 @@ export const HookAnnotations = Schema.Struct({
   unset: Schema.optionalKey(Schema.Array(UserKey))
 }).check(
   Schema.makeFilter((section) =>
-    report([...countKeys(section, hookLabelsMaxKeys), ...noOverlap(section.set, section.unset)])
+    report([
+      ...countKeys(section, hookLabelsMaxKeys),
+      ...noOverlap(section.set, section.unset),
+      ...prototypeKeysOf(section.set)
+    ])
   )
 )
 export type HookAnnotations = typeof HookAnnotations.Type
@@ -109,7 +133,7 @@ export const HookNotification = Schema.Struct({
   level: NotificationLevel,
   title: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(200)),
   message: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(2000))),
-  action_url: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(2048))),
+  action_url: Schema.optionalKey(ActionUrl),
   metadata: Schema.optionalKey(
     NotificationMetadata.check(
       Schema.makeFilter(

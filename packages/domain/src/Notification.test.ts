@@ -1,6 +1,15 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Schema } from "effect"
-import { isBuiltInKey, MarkViewed, NotificationInput, reauthNotice, setupNotice, severityRule } from "./Notification.ts"
+import {
+  actionUrlProblem,
+  isBuiltInKey,
+  MarkViewed,
+  storedActionUrl,
+  NotificationInput,
+  reauthNotice,
+  setupNotice,
+  severityRule
+} from "./Notification.ts"
 
 describe("built-in notices (spec 2.11)", () => {
   it("re-authentication and setup point at the connection with their action", () => {
@@ -41,5 +50,21 @@ describe("notification schemas", () => {
     assert.isTrue(valid({ ids: ["ntf_a"] }))
     assert.isTrue(valid({ ids: Array.from({ length: 1000 }, (_, i) => `ntf_${i}`) }))
     assert.isFalse(valid({ ids: Array.from({ length: 1001 }, (_, i) => `ntf_${i}`) }))
+  })
+})
+
+describe("action_url (SECURITY.md: data handed to browsers is inert)", () => {
+  it("http(s) URLs and single-slash paths pass; scripts, other schemes and protocol-relative URLs do not", () => {
+    for (const url of ["https://example.com/a?b=c", "http://localhost:3000/", "/connections/cxn_1?action=reauth"]) {
+      assert.isUndefined(actionUrlProblem(url), url)
+      assert.strictEqual(storedActionUrl(url), url)
+    }
+    for (const url of ["javascript:alert(1)", "data:text/html,x", "//evil.example", "/\\evil.example", "x y", ""]) {
+      assert.isDefined(actionUrlProblem(url), url)
+      assert.isNull(storedActionUrl(url))
+    }
+    assert.isNull(storedActionUrl(null))
+    assert.isFalse(Schema.is(NotificationInput)({ ...reauthNotice("cxn_1"), action_url: "javascript:alert(1)" }))
+    assert.isTrue(Schema.is(NotificationInput)(reauthNotice("cxn_1")))
   })
 })

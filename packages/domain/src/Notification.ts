@@ -17,6 +17,35 @@ export const NotificationKey = Schema.String.check(
   })
 )
 
+const actionUrlRule = "an action_url is an absolute http: or https: URL, or a path starting with a single /"
+
+/**
+ * Why `url` may not be stored as a notice's `action_url` (SECURITY.md: data handed to browsers is
+ * inert), or `undefined`: an absolute `http:`/`https:` URL, or a path starting with `/` (not `//`);
+ * no whitespace, control character or backslash anywhere (browsers drop or reinterpret them).
+ */
+export const actionUrlProblem = (url: string): string | undefined => {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused
+  if (url.length === 0 || /[\u0000-\u0020\u007f-\u00a0\\]/.test(url)) return actionUrlRule
+  if (url.startsWith("/")) return url.startsWith("//") ? actionUrlRule : undefined
+  if (!URL.canParse(url)) return actionUrlRule
+  const protocol = new URL(url).protocol
+  return protocol === "https:" || protocol === "http:" ? undefined : actionUrlRule
+}
+
+/** A notice's `action_url` as stored: at most 2048 characters, {@link actionUrlProblem} finds nothing. */
+export const ActionUrl = Schema.String.check(
+  Schema.isMaxLength(2048),
+  Schema.makeFilter((url: string) => actionUrlProblem(url) ?? true)
+)
+
+/**
+ * `action_url` as svc stores and lists it: the URL when {@link actionUrlProblem} finds nothing,
+ * else null (inputs are refused when decoded; this keeps a row written before the check inert).
+ */
+export const storedActionUrl = (url: string | null | undefined): string | null =>
+  url === null || url === undefined || actionUrlProblem(url) !== undefined ? null : url
+
 /** Free-form metadata of a notice (a JSON object). */
 export const NotificationMetadata = Schema.Record(Schema.String, Schema.Unknown)
 export type NotificationMetadata = typeof NotificationMetadata.Type
@@ -27,7 +56,7 @@ export const NotificationInput = Schema.Struct({
   level: NotificationLevel,
   title: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(200)),
   message: Schema.String.check(Schema.isMaxLength(2000)),
-  action_url: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(2048))),
+  action_url: Schema.optionalKey(ActionUrl),
   metadata: Schema.optionalKey(NotificationMetadata)
 })
 export type NotificationInput = typeof NotificationInput.Type

@@ -107,15 +107,22 @@ export interface SnapshotActor {
   readonly labels: Labels
 }
 
+/** A request label naming a key the connection already labels with another value (SECURITY.md). */
+export class LabelConflict {
+  readonly key: string
+  constructor(key: string) {
+    this.key = key
+  }
+}
+
 /**
- * The frozen label snapshot of one proxied request (spec 2.5): the connection's labels, the
- * actor's user labels as `svc/act/<key>` with `svc/act/-/id|name|ns` (no other `svc/` entry of
- * the actor), then the request's user labels. Later sources win on a shared key.
+ * The resource side of a snapshot (spec 2.5 items 1 and 2): the connection's labels (with their
+ * carried-forward labels), the actor's user labels as `svc/act/<key>` with
+ * `svc/act/-/id|name|ns` (no other `svc/` entry of the actor).
  */
-export const labelSnapshot = (
+export const resourceLabelSnapshot = (
   connectionLabels: Labels,
-  actor: SnapshotActor | undefined,
-  requestLabels: Labels | undefined
+  actor: SnapshotActor | undefined
 ): Record<string, string> => {
   const out: Record<string, string> = { ...connectionLabels }
   if (actor !== undefined) {
@@ -126,8 +133,28 @@ export const labelSnapshot = (
     out[`${systemPrefix}act/-/name`] = actor.name
     out[`${systemPrefix}act/-/ns`] = actor.namespace
   }
+  return out
+}
+
+/**
+ * The frozen label snapshot of one proxied request (spec 2.5): the resource's labels
+ * (`resourceLabelSnapshot`), then the request's user labels. The resource wins: a request label
+ * repeating a resource label's value is kept, one with another value is a `LabelConflict`, so a
+ * caller cannot relabel what an operator's rule selects on (SECURITY.md "Trust boundaries").
+ */
+export const labelSnapshot = (
+  connectionLabels: Labels,
+  actor: SnapshotActor | undefined,
+  requestLabels: Labels | undefined
+): Record<string, string> | LabelConflict => {
+  const out = resourceLabelSnapshot(connectionLabels, actor)
   if (requestLabels !== undefined) {
-    for (const [key, value] of Object.entries(requestLabels)) if (!isSystemKey(key)) out[key] = value
+    for (const [key, value] of Object.entries(requestLabels)) {
+      if (isSystemKey(key)) continue
+      if (Object.hasOwn(out, key)) {
+        if (out[key] !== value) return new LabelConflict(key)
+      } else out[key] = value
+    }
   }
   return out
 }

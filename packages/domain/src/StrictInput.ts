@@ -7,6 +7,16 @@
  */
 import { Effect, Schema, SchemaGetter, SchemaIssue } from "effect"
 
+/**
+ * Keys that reach an object's prototype when assigned (`__proto__`) or shadow what code reads
+ * from it: refused wherever user or hook data is merged into objects (SECURITY.md).
+ */
+export const prototypeKeys: ReadonlySet<string> = new Set(["__proto__", "constructor", "prototype"])
+
+/** Why `key` may not be merged into an object, or `undefined` when it may. */
+export const prototypeKeyProblem = (key: string): string | undefined =>
+  prototypeKeys.has(key) ? "__proto__, constructor and prototype are not allowed as keys" : undefined
+
 /** Deepest nesting of objects and arrays accepted in any JSON body (`{"a":1}` is depth 1). */
 export const maxJsonDepth = 64
 

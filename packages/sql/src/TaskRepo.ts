@@ -44,6 +44,12 @@ export class TaskRepo extends Context.Service<
   {
     /** Inserts the task; `"Locked"` when an active run already holds its lock key. */
     readonly create: (task: NewTask) => Effect.Effect<"Created" | "Locked", SqlError>
+    /**
+     * Inserts a `disconnect` task of connection `task.subjectId` and, in the same statement, sets
+     * that connection `disconnecting` (unless it is already disconnected): the state holds from the
+     * moment the caller is answered (spec 3.1). `"Locked"` (nothing written) when a run holds the lock.
+     */
+    readonly createDisconnect: (task: NewTask) => Effect.Effect<"Created" | "Locked", SqlError>
     readonly find: (id: string) => Effect.Effect<Option.Option<TaskRow>, SqlError>
     /** Records how many items the run has (once known). */
     readonly setTotal: (id: string, total: number, now: Date) => Effect.Effect<void, SqlError>
@@ -85,6 +91,24 @@ export class TaskRepo extends Context.Service<
             'active', ${task.now}, ${task.now})
           ON CONFLICT (lock_key) WHERE lock_key IS NOT NULL DO NOTHING
           RETURNING id`
+        return rows.length === 1 ? ("Created" as const) : ("Locked" as const)
+      })
+
+      const createDisconnect = Effect.fn("TaskRepo.createDisconnect")(function* (task: NewTask) {
+        const rows = yield* sql`
+          WITH created AS (
+            INSERT INTO tasks (id, type, actor_id, subject_id, lock_key, execution_id, state, created_at, updated_at)
+            VALUES (${task.id}, ${task.type}, ${task.actorId}, ${task.subjectId}, ${task.lockKey}, ${task.executionId},
+              'active', ${task.now}, ${task.now})
+            ON CONFLICT (lock_key) WHERE lock_key IS NOT NULL DO NOTHING
+            RETURNING id
+          ), marked AS (
+            UPDATE connections SET state = 'disconnecting', updated_at = ${task.now}
+            WHERE id = ${task.subjectId} AND deleted_at IS NULL AND state <> 'disconnected'
+              AND EXISTS (SELECT 1 FROM created)
+            RETURNING id
+          )
+          SELECT id FROM created`
         return rows.length === 1 ? ("Created" as const) : ("Locked" as const)
       })
 
@@ -182,6 +206,7 @@ export class TaskRepo extends Context.Service<
 
       return TaskRepo.of({
         create,
+        createDisconnect,
         find,
         setTotal,
         stepDone,

@@ -20,7 +20,7 @@ import { apiFlags, connectApi, validateApiFlags } from "../ApiClient.ts"
 import { toApiFailure } from "../ApiFailure.ts"
 import { CliFailure } from "../CliFailure.ts"
 import { type Agents, copyHeaders, listenLoopback, makeAgents, relay } from "../HttpRelay.ts"
-import { CommandExit, findRequestUrls, isOneShotProgram, rewriteArgs } from "../OneShot.ts"
+import { CommandExit, findRequestUrls, isOneShotProgram, rewriteArgs, upstreamBases } from "../OneShot.ts"
 import { makeRequestTokenSigner } from "../RequestToken.ts"
 import { root } from "../Root.ts"
 import { forwardUrl } from "../SigningProxyPlan.ts"
@@ -129,7 +129,7 @@ export const proxy = Command.make(
     upstreamBase: Flag.String("upstream-base").pipe(
       Flag.withMetavar("URL"),
       Flag.withDescription(
-        "Origin (and optional base path) the requests are relative to, e.g. https://api.example.com; one-shot mode takes it from the command's URLs"
+        "Origin (and optional base path) the requests are relative to, e.g. https://api.example.com; in one-shot mode the command's URL paths go to it (without it, each URL's own origin)"
       ),
       Flag.optional
     ),
@@ -209,14 +209,19 @@ export const proxy = Command.make(
         }
         const [program = "", ...args] = flags.command
         const urls = yield* Effect.fromResult(findRequestUrls(program, args))
+        const bases = upstreamBases(
+          urls,
+          Option.isSome(flags.upstreamBase) ? parseUpstreamBase(flags.upstreamBase.value) : undefined
+        )
+        // one listener per upstream base
         const listeners = new Map<string, string>()
-        for (const origin of new Set(urls.map((url) => url.origin))) {
-          const listening = yield* listenLoopback(0, forwarding(agents, new URL(origin), false))
-          listeners.set(origin, listening.url)
+        for (const base of new Set(bases.values())) {
+          const listening = yield* listenLoopback(0, forwarding(agents, new URL(base), false))
+          listeners.set(base, listening.url)
         }
         const code = yield* runCommand(
           program,
-          rewriteArgs(args, urls, (origin) => listeners.get(origin) ?? origin)
+          rewriteArgs(args, urls, (origin) => listeners.get(bases.get(origin) ?? "") ?? origin)
         )
         if (code !== 0) return yield* new CommandExit({ program, code })
       })
@@ -229,19 +234,21 @@ export const proxy = Command.make(
     if (flags.command.length > 0) {
       const [program = ""] = flags.command
       if (!isOneShotProgram(program)) errors.push(`one-shot mode runs curl or wget, not "${program}"`)
-      if (Option.isSome(flags.upstreamBase))
-        errors.push("one-shot mode takes the upstream from the command's URLs: drop --upstream-base")
       if (Option.isSome(flags.port)) errors.push("one-shot mode listens on a free port: drop --port")
-    } else {
-      if (Option.isNone(flags.upstreamBase)) errors.push("--upstream-base is required (or give a curl or wget command)")
-      else if (parseUpstreamBase(flags.upstreamBase.value) === undefined) {
-        errors.push(
-          `--upstream-base: expected an http(s) URL without credentials, query or fragment (got "${flags.upstreamBase.value}")`
-        )
-      }
-      if (Option.isSome(flags.port) && (flags.port.value < 0 || flags.port.value > 65_535)) {
-        errors.push("--port must be between 0 and 65535")
-      }
+    } else if (Option.isNone(flags.upstreamBase)) {
+      errors.push("--upstream-base is required (or give a curl or wget command)")
+    }
+    if (Option.isSome(flags.upstreamBase) && parseUpstreamBase(flags.upstreamBase.value) === undefined) {
+      errors.push(
+        `--upstream-base: expected an http(s) URL without credentials, query or fragment (got "${flags.upstreamBase.value}")`
+      )
+    }
+    if (
+      flags.command.length === 0 &&
+      Option.isSome(flags.port) &&
+      (flags.port.value < 0 || flags.port.value > 65_535)
+    ) {
+      errors.push("--port must be between 0 and 65535")
     }
     return validateApiFlags(flags, errors)
   }),

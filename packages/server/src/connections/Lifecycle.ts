@@ -139,8 +139,10 @@ export class Lifecycle extends Context.Service<
             deadline: now + (body.timeoutSeconds ?? defaultLifecycleTimeoutSeconds) * 1000,
             finishTask: true
           }
+          // The connection is `disconnecting` in the same write as its task, before the 202: a
+          // migration started after the answer sees it (409 connection_disconnecting).
           const created = yield* Effect.orDie(
-            tasks.create({
+            tasks.createDisconnect({
               id: taskId,
               type: "disconnect",
               actorId: actor.id,

@@ -13,7 +13,8 @@ import {
   type SeverityRule,
   setupKey,
   setupNotice,
-  severityRule
+  severityRule,
+  storedActionUrl
 } from "@svc/domain/Notification"
 import { NotificationRepo } from "@svc/sql/NotificationRepo"
 import { Effect } from "effect"
@@ -40,7 +41,7 @@ export const writeMigrationNotices = (input: {
             level: notice.level,
             title: notice.title,
             message: notice.message,
-            actionUrl: notice.action_url ?? null,
+            actionUrl: storedActionUrl(notice.action_url),
             metadata: notice.metadata ?? {},
             now: at
           },

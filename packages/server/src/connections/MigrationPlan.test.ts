@@ -152,3 +152,37 @@ describe("decide (spec 4.3 rule 4)", () => {
     expect(text).not.toContain("not-a-number")
   })
 })
+
+describe("keys that reach the prototype (SECURITY.md)", () => {
+  it("a config.set.__proto__ that got past decoding sets nothing, neither on the state nor through it", () => {
+    // JSON.parse makes `__proto__` an own key, as the sandbox's output arrives.
+    const result = JSON.parse('{"config":{"set":{"__proto__":{"token":"forged"}}}}') as Parameters<
+      typeof applyHookResult
+    >[1]
+    const state = applyHookResult(initialHookState({ host: "h" }, {}, {}), result)
+    expect(Object.getPrototypeOf(state.cfg)).toBe(Object.prototype)
+    expect("token" in state.cfg).toBe(false)
+    const source = definition(flow({ host: { type: "string" } }))
+    const target = definition(flow({ host: { type: "string" }, token: { type: "string" } }, ["token"]))
+    const comparison = decide(source, target, configured, state)
+    // The required field the hook tried to supply through the prototype is still missing.
+    expect(comparison).toMatchObject({
+      _tag: "Decided",
+      decision: { configuration: { host: "h" }, setupStepId: "basics" }
+    })
+  })
+
+  it("a migrated configuration never reads a declared key through the prototype", () => {
+    const cfg = Object.create({ token: "inherited" }) as Record<string, unknown>
+    cfg.host = "h"
+    const target = definition(flow({ host: { type: "string" }, token: { type: "string" } }, ["token"]))
+    const comparison = decide(definition(flow({ host: { type: "string" } })), target, configured, {
+      ...initialHookState({}, {}, {}),
+      cfg
+    })
+    expect(comparison).toMatchObject({
+      _tag: "Decided",
+      decision: { configuration: { host: "h" }, setupStepId: "basics" }
+    })
+  })
+})

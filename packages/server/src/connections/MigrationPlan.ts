@@ -11,6 +11,7 @@ import type { ErrorDetail } from "@svc/domain/Errors"
 import type { HookNotification, HookResult } from "@svc/domain/HookResult"
 import { annotationsMaxBytes, annotationsSize, keyProblem, labelValueProblem } from "@svc/domain/Labels"
 import { configurationKeys } from "@svc/domain/SetupFlow"
+import { prototypeKeys } from "@svc/domain/StrictInput"
 import { checkMigratedConfiguration } from "../resources/SetupConfiguration.ts"
 
 /** What hooks change, accumulated over the hooks of one migration. */
@@ -41,7 +42,11 @@ const applySection = <V>(
   if (section === undefined) return { ...current }
   const next: Record<string, V> = { ...current }
   for (const key of section.unset ?? []) delete next[key]
-  for (const [key, value] of Object.entries(section.set ?? {})) next[key] = value
+  for (const [key, value] of Object.entries(section.set ?? {})) {
+    // Refused when the hook's output decoded (HookResult.ts); never assigned through the prototype.
+    if (prototypeKeys.has(key)) continue
+    next[key] = value
+  }
   return next
 }
 

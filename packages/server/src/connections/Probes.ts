@@ -15,7 +15,7 @@ import { parseDuration } from "@svc/domain/Duration"
 import { NotFound } from "@svc/domain/Errors"
 import type { AuthenticatedActor } from "@svc/domain/http/Security"
 import type { ConnectionId } from "@svc/domain/Ids"
-import { labelSnapshot, type SnapshotActor } from "@svc/domain/Proxy"
+import { resourceLabelSnapshot, type SnapshotActor } from "@svc/domain/Proxy"
 import {
   eventHost,
   eventPath,
@@ -173,7 +173,7 @@ export class Probes extends Context.Service<
         if ("error" in target) return yield* finish({ outcome: "failure", error: target.error })
 
         // The request event (spec 2.12) of the probe, as sent before credentials were injected.
-        const labels = labelSnapshot(row.labels, actor, undefined)
+        const labels = resourceLabelSnapshot(row.labels, actor)
         const record = (
           source: ResponseSource,
           status: number | undefined,

@@ -49,7 +49,17 @@ export interface FastExchangeDeps {
   readonly gate: ConnectionGate
   /** The services the boundary effects run with. */
   readonly context: Context.Context<never>
-  readonly requestLog: (target: ProxyTarget, actor: AuthenticatedActor, request: CallerRequest) => ExchangeStart
+  readonly snapshotLabels: (
+    target: ProxyTarget,
+    actor: AuthenticatedActor,
+    request: CallerRequest
+  ) => Record<string, string> | BadRequest
+  readonly requestLog: (
+    target: ProxyTarget,
+    actor: AuthenticatedActor,
+    request: CallerRequest,
+    labels: Record<string, string>
+  ) => ExchangeStart
   readonly inject: (
     target: ProxyTarget,
     request: CallerRequest
@@ -106,7 +116,12 @@ export const makeFastExchange = (deps: FastExchangeDeps) => {
     request: R,
     retried: boolean
   ): void => {
-    const start = deps.requestLog(target, actor, request)
+    const labels = deps.snapshotLabels(target, actor, request)
+    if (labels instanceof BadRequest) {
+      writeError(request.response, labels)
+      return
+    }
+    const start = deps.requestLog(target, actor, request, labels)
     // Telemetry: the limiter's counter-store call runs under the request's server span (if traced).
     const span = inboundSpanOf(request.incoming)
     const limit = stages.limit(start)

@@ -18,7 +18,7 @@
  */
 import { BadRequest, ServiceUnavailable } from "@svc/domain/Errors"
 import type { AuthenticatedActor } from "@svc/domain/http/Security"
-import { labelSnapshot } from "@svc/domain/Proxy"
+import { LabelConflict, labelSnapshot } from "@svc/domain/Proxy"
 import type { RequestEventRateLimit } from "@svc/domain/RequestEvent"
 import { Effect } from "effect"
 import { BodyCapture, captureBuffered, captureSkipped, SkipReason } from "../events/BodyCapture.ts"
@@ -32,7 +32,7 @@ import { outboundTelemetry } from "./OutboundTelemetry.ts"
 import { makeFastExchange } from "./FastExchange.ts"
 import { type ExchangeStart, ProxyEvents } from "./ProxyEvents.ts"
 import { ProxyTargets, type ProxyTarget } from "./ProxyTargets.ts"
-import type { AnswerHead, CallerRequest, Captures, ProxyError, Route } from "./Route.ts"
+import { type AnswerHead, badRequest, type CallerRequest, type Captures, type ProxyError, type Route } from "./Route.ts"
 import type { Stages, SvcAnswer } from "./Stages.ts"
 
 const refreshable = (target: ProxyTarget) =>
@@ -47,9 +47,24 @@ const unusable = (error: unknown) =>
     code: "credentials_unusable"
   })
 
-/** Stage: the label snapshot of the request (spec 2.5), frozen for its event. */
-const snapshotLabels = (target: ProxyTarget, actor: AuthenticatedActor, request: CallerRequest) =>
-  labelSnapshot(target.row.labels, actor, request.labels)
+/**
+ * Stage: the label snapshot of the request (spec 2.5), frozen for its event; a 400 naming the key
+ * when a request label contradicts the connection's (SECURITY.md: resource labels win).
+ */
+export const snapshotLabels = (
+  target: ProxyTarget,
+  actor: AuthenticatedActor,
+  request: CallerRequest
+): Record<string, string> | BadRequest => {
+  const labels = labelSnapshot(target.row.labels, actor, request.labels)
+  if (!(labels instanceof LabelConflict)) return labels
+  return badRequest(
+    `request label ${labels.key} conflicts with the connection's label`,
+    "label_conflict",
+    `labels.${labels.key}`,
+    "the connection already has this label with another value; a request label cannot override it"
+  )
+}
 
 /** Stage: a slot under the connection's cap, waiting at most the connect timeout. */
 const admit = (gate: ConnectionGate, target: ProxyTarget): Effect.Effect<Release, ServiceUnavailable> => {
@@ -101,13 +116,18 @@ export const makePipeline = (stages: Stages) =>
       observed === undefined ? inject : (target, request) => observed.started(target, request, inject(target, request))
 
     /** Stage: the request event, opened (the request log, outermost). */
-    const requestLog = (target: ProxyTarget, actor: AuthenticatedActor, request: CallerRequest) =>
+    const requestLog = (
+      target: ProxyTarget,
+      actor: AuthenticatedActor,
+      request: CallerRequest,
+      labels: Record<string, string>
+    ) =>
       events.start({
         target,
         actorId: actor.id,
         method: request.method,
         url: request.url,
-        labels: snapshotLabels(target, actor, request)
+        labels
       })
 
     /** Stage: the event of a request that went upstream (`status` undefined: no answer). */
@@ -181,7 +201,9 @@ export const makePipeline = (stages: Stages) =>
         request: R,
         retried: boolean
       ): Effect.fn.Return<A, ProxyError> {
-        const start = requestLog(target, actor, request)
+        const labels = snapshotLabels(target, actor, request)
+        if (labels instanceof BadRequest) return yield* labels
+        const start = requestLog(target, actor, request, labels)
         const limited = yield* stages.limit(start)
         const rateLimit = limited.rateLimit
         if (limited._tag === "Answer") return yield* answerBySvc(start, request, limited.answer, rateLimit)
@@ -247,6 +269,7 @@ export const makePipeline = (stages: Stages) =>
         stages,
         gate,
         context,
+        snapshotLabels,
         requestLog,
         inject: injectObserved,
         record,

@@ -13,7 +13,8 @@ import {
   type NotificationInput,
   type NotificationList,
   reauthKey,
-  severityRule
+  severityRule,
+  storedActionUrl
 } from "@svc/domain/Notification"
 import { isAllowed } from "@svc/domain/PermissionMatcher"
 import { decodeCursor, defaultPageSize, encodeCursor } from "@svc/domain/Resource"
@@ -74,7 +75,7 @@ export class Notifications extends Context.Service<
         level: row.level,
         title: row.title,
         message: row.message,
-        action_url: row.actionUrl,
+        action_url: storedActionUrl(row.actionUrl),
         metadata: row.metadata,
         viewed: row.viewed,
         can_action: ops.allowed(actor, Kinds.connections, "update", row.namespace, row.connectionId),
@@ -150,7 +151,7 @@ export class Notifications extends Context.Service<
               level: notice.level,
               title: notice.title,
               message: notice.message,
-              actionUrl: notice.action_url ?? null,
+              actionUrl: storedActionUrl(notice.action_url),
               metadata: notice.metadata ?? {},
               now
             },

@@ -197,3 +197,41 @@ describe("secret keys and redaction", () => {
     })
   })
 })
+
+describe("keys that reach the prototype (SECURITY.md)", () => {
+  it.effect("a configuration key __proto__, constructor or prototype is refused, never merged", () =>
+    Effect.gen(function* () {
+      const definition = { setup_flow }
+      for (const key of ["__proto__", "constructor", "prototype"]) {
+        const input = JSON.parse(`{"subdomain":"acme","project":"p","${key}":{"region":"eu"}}`) as Record<
+          string,
+          unknown
+        >
+        const error = yield* Effect.flip(validateConfiguration(definition, input))
+        assert.deepStrictEqual(
+          error.details?.filter((detail) => detail.field === `body.configuration.${key}`),
+          [
+            {
+              field: `body.configuration.${key}`,
+              message: "__proto__, constructor and prototype are not allowed as keys"
+            }
+          ]
+        )
+      }
+    })
+  )
+
+  it("a setup step may not declare such a property", () => {
+    const flow: SetupFlow = {
+      configure: {
+        steps: [{ id: "s", json_schema: { type: "object", properties: { constructor: { type: "string" } } } }]
+      }
+    }
+    assert.deepStrictEqual(setupFlowProblems(flow, "body.definition"), [
+      {
+        field: "body.definition.setup_flow.configure.steps[0].json_schema.properties.constructor",
+        message: "__proto__, constructor and prototype are not allowed as keys"
+      }
+    ])
+  })
+})

@@ -15,6 +15,7 @@ import {
 } from "@svc/domain/SetupFlow"
 import { type ErrorObject, Ajv2020, type ValidateFunction } from "ajv/dist/2020.js"
 import addFormats from "ajv-formats"
+import { prototypeKeyProblem, prototypeKeys } from "@svc/domain/StrictInput"
 import { Effect, Predicate } from "effect"
 
 /** One compiled step. */
@@ -80,7 +81,21 @@ const compiledSteps = (definition: Pick<ConnectorDefinition, "setup_flow">): Rea
 /** Problems compiling every step schema of `flow`, with fields under `root` (e.g. `body.definition`). */
 export const setupFlowProblems = (flow: SetupFlow | undefined, root: string): ReadonlyArray<ErrorDetail> => {
   const compiled = compileFlow(flow, root)
-  return "problems" in compiled ? compiled.problems : []
+  if ("problems" in compiled) return compiled.problems
+  // Configuration values are merged into objects under these keys (SECURITY.md).
+  const problems: Array<ErrorDetail> = []
+  for (const { phase, index, step } of setupSteps(flow)) {
+    for (const key of Object.keys(stepProperties(step))) {
+      const problem = prototypeKeyProblem(key)
+      if (problem !== undefined) {
+        problems.push({
+          field: `${root}.setup_flow.${phase}.steps[${index}].json_schema.properties.${key}`,
+          message: problem
+        })
+      }
+    }
+  }
+  return problems
 }
 
 const pointerPath = (pointer: string): string =>
@@ -104,6 +119,9 @@ export interface CheckedConfiguration {
   readonly setupStepId: string | null
 }
 
+/** A value the caller gave itself: never one read through the prototype, never under `__proto__` and the like. */
+const owned = (values: object, key: string): boolean => Object.hasOwn(values, key) && !prototypeKeys.has(key)
+
 const invalid = (details: ReadonlyArray<ErrorDetail>) =>
   new BadRequest({ error: "invalid configuration", code: "invalid_configuration", details })
 
@@ -122,13 +140,14 @@ export const validateConfiguration = Effect.fnUntraced(function* (
   const details: Array<ErrorDetail> = []
   const declared = new Set(steps.flatMap((step) => step.keys))
   for (const key of Object.keys(input)) {
-    if (!declared.has(key)) details.push({ field: `${root}.${key}`, message: "no setup step declares this key" })
+    const problem = prototypeKeyProblem(key) ?? (declared.has(key) ? undefined : "no setup step declares this key")
+    if (problem !== undefined) details.push({ field: `${root}.${key}`, message: problem })
   }
   const out: Record<string, unknown> = {}
   let setupStepId: string | null = null
   for (const step of steps) {
     const part: Record<string, unknown> = {}
-    for (const key of step.keys) if (key in input) part[key] = structuredClone(input[key])
+    for (const key of step.keys) if (owned(input, key)) part[key] = structuredClone(input[key])
     step.validate(part)
     for (const error of step.validate.errors ?? []) {
       const at = `${root}${pointerPath(error.instancePath)}`
@@ -182,10 +201,11 @@ export const validateStepValues = Effect.fnUntraced(function* (
   if (step === undefined) return yield* invalid([{ field: root, message: `no setup step ${stepId}` }])
   const details: Array<ErrorDetail> = []
   for (const key of Object.keys(values)) {
-    if (!step.keys.includes(key)) details.push({ field: `${root}.${key}`, message: "not declared by this step" })
+    const problem = prototypeKeyProblem(key) ?? (step.keys.includes(key) ? undefined : "not declared by this step")
+    if (problem !== undefined) details.push({ field: `${root}.${key}`, message: problem })
   }
   const part: Record<string, unknown> = {}
-  for (const key of step.keys) if (key in values) part[key] = structuredClone(values[key])
+  for (const key of step.keys) if (owned(values, key)) part[key] = structuredClone(values[key])
   step.validate(part)
   for (const error of step.validate.errors ?? []) {
     const at = `${root}${pointerPath(error.instancePath)}`
@@ -236,10 +256,10 @@ export const checkMigratedConfiguration = (
   let preconnectStepId: string | null = null
   for (const step of steps) {
     const part: Record<string, unknown> = {}
-    for (const key of step.keys) if (key in input) part[key] = structuredClone(input[key])
+    for (const key of step.keys) if (owned(input, key)) part[key] = structuredClone(input[key])
     step.validate(part)
     // Ajv filled every missing key that has a default: keep only those the caller allows.
-    for (const key of step.keys) if (!(key in input) && key in part && !fillDefaults(key)) delete part[key]
+    for (const key of step.keys) if (!owned(input, key) && owned(part, key) && !fillDefaults(key)) delete part[key]
     for (const error of step.validate.errors ?? []) {
       const at = `${root}${pointerPath(error.instancePath)}`
       const missing = error.keyword === "required" ? stringParam(error, "missingProperty") : undefined
