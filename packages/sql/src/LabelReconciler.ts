@@ -59,7 +59,10 @@ export class LabelReconciler extends Context.Service<
       rewritten?: ConnectionsRewritten
     ) => Effect.Effect<ReconcileResult, SqlError>
     /** Every live connection of one connector. */
-    readonly connector: (connectorId: string, rewritten?: ConnectionsRewritten) => Effect.Effect<ReconcileResult, SqlError>
+    readonly connector: (
+      connectorId: string,
+      rewritten?: ConnectionsRewritten
+    ) => Effect.Effect<ReconcileResult, SqlError>
     /** The whole database (the consistency checker). */
     readonly all: (rewritten?: ConnectionsRewritten) => Effect.Effect<ReconcileResult, SqlError>
   }

@@ -152,13 +152,18 @@ export class ChangeFeed extends Context.Service<
           // Anything published before this subscription was missed.
           lost()
           const pings = Effect.forever(
-            Effect.andThen(Effect.sleep(pingEvery), call("changeFeed.ping", () => client.ping()))
+            Effect.andThen(
+              Effect.sleep(pingEvery),
+              call("changeFeed.ping", () => client.ping())
+            )
           )
           yield* Effect.raceFirst(ended, Effect.ignore(pings))
         }).pipe(Effect.scoped)
 
         const subscriber = subscribeOnce.pipe(
-          Effect.catch((error) => warn(`the connection-change subscription failed (${error.reason ?? error.operation})`)),
+          Effect.catch((error) =>
+            warn(`the connection-change subscription failed (${error.reason ?? error.operation})`)
+          ),
           Effect.andThen(
             Effect.sync(() => {
               if (live) {
