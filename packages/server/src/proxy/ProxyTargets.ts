@@ -186,14 +186,36 @@ export class ProxyTargets extends Context.Service<
       const timeoutOf = (id: string, now: number) =>
         now - failedAt <= staleMs && lastKnown.has(id) ? staleLoadTimeout : loadTimeout
 
-      const load = (id: string): Effect.Effect<Loaded, ServiceUnavailable> =>
-        Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.timeout(resolve(id), timeoutOf(id, now))).pipe(
+      /**
+       * The latest load of each connection being loaded. An invalidation forgets it: that load may
+       * have read the row before the write, so the fast path does not keep what it answers (nor
+       * an older load overtaken by a newer one).
+       */
+      const loading = new Map<string, number>()
+      let loads = 0
+
+      const load = (id: string): Effect.Effect<Loaded, ServiceUnavailable> => {
+        const mine = ++loads
+        return Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          loading.set(id, mine)
+          return Effect.timeout(resolve(id), timeoutOf(id, now))
+        }).pipe(
           Effect.tap((found) =>
-            Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => remember(id, found, now)))
+            Effect.flatMap(Clock.currentTimeMillis, (now) =>
+              Effect.sync(() => {
+                if (loading.get(id) === mine) remember(id, found, now)
+              })
+            )
+          ),
+          Effect.ensuring(
+            Effect.sync(() => {
+              if (loading.get(id) === mine) loading.delete(id)
+            })
           ),
           Effect.map((found): Loaded => ({ found, stale: false })),
           Effect.catchCause((cause) => (Cause.hasInterruptsOnly(cause) ? Effect.interrupt : fallBack(id, cause)))
         )
+      }
 
       const cache = yield* Cache.makeWith(load, {
         capacity: 10_000,
@@ -208,12 +230,14 @@ export class ProxyTargets extends Context.Service<
       })
       const invalidate = (id: string) =>
         Effect.suspend(() => {
+          loading.delete(id)
           lastKnown.delete(id)
           fresh.delete(id)
           return Cache.invalidate(cache, id)
         })
       changes.onChange((id) => {
         fresh.delete(id)
+        loading.delete(id)
         // Eviction is synchronous bookkeeping; run it detached from the writer's fiber.
         Effect.runFork(invalidate(id))
       })
@@ -221,6 +245,7 @@ export class ProxyTargets extends Context.Service<
       // last known states stay, for stale-if-error only).
       changes.onLost(() => {
         fresh.clear()
+        loading.clear()
         Effect.runFork(Cache.invalidateAll(cache))
       })
 
