@@ -349,13 +349,13 @@ for (const [backend, db] of TestDatabase.backends) {
         const deleted = yield* labelsOf("keys", "key_t3")
         const drifted = yield* driftCount
         assert.isAbove(drifted, 1200)
-        assert.deepStrictEqual(yield* reconciler.all, { updated: drifted })
+        assert.deepStrictEqual(yield* reconciler.all(), { updated: drifted })
         const snap = yield* snapshot
         assert.strictEqual(yield* assertMaterialized(undefined), snap.namespaces.size + snap.rows.length)
         assert.strictEqual((yield* labelsOf("connections", "cxn_t1"))["svc/ns/env"], "prod")
         assert.strictEqual((yield* labelsOf("connections", "cxn_c4"))["svc/cxr/vendor"], "changed")
         assert.deepStrictEqual(yield* labelsOf("keys", "key_t3"), deleted)
-        assert.deepStrictEqual(yield* reconciler.all, { updated: 0 })
+        assert.deepStrictEqual(yield* reconciler.all(), { updated: 0 })
       })
     )
   })

@@ -39,6 +39,14 @@ export interface ReconcileResult {
   readonly updated: number
 }
 
+/**
+ * Told the ids of connections just rewritten, after each batch is committed (spec 2.4 rule 5: the
+ * proxy's caches drop them so new requests' label snapshots reflect the change at once).
+ */
+export type ConnectionsRewritten = (ids: ReadonlyArray<string>) => Effect.Effect<void>
+
+const ignoreRewritten: ConnectionsRewritten = () => Effect.void
+
 const batchSize = 500
 
 /** Label reconciliation over the main database. */
@@ -46,11 +54,17 @@ export class LabelReconciler extends Context.Service<
   LabelReconciler,
   {
     /** Every resource in `path` and below (namespaces, actors, keys, rate limits, connectors, connections). */
-    readonly namespaceSubtree: (path: string) => Effect.Effect<ReconcileResult, SqlError>
+    readonly namespaceSubtree: (
+      path: string,
+      rewritten?: ConnectionsRewritten
+    ) => Effect.Effect<ReconcileResult, SqlError>
     /** Every live connection of one connector. */
-    readonly connector: (connectorId: string) => Effect.Effect<ReconcileResult, SqlError>
+    readonly connector: (
+      connectorId: string,
+      rewritten?: ConnectionsRewritten
+    ) => Effect.Effect<ReconcileResult, SqlError>
     /** The whole database (the consistency checker). */
-    readonly all: Effect.Effect<ReconcileResult, SqlError>
+    readonly all: (rewritten?: ConnectionsRewritten) => Effect.Effect<ReconcileResult, SqlError>
   }
 >()("@svc/sql/LabelReconciler") {
   /** Requires a `SqlClient` with the default name transforms and a migrated main schema. */
@@ -80,17 +94,22 @@ export class LabelReconciler extends Context.Service<
             })
 
       /** CAS-writes the rows whose materialised labels differ; returns how many were written. */
-      const write = (table: TableName, changes: ReadonlyArray<{ id: string; labels: Labels; old: Labels }>) =>
+      const write = (
+        table: TableName,
+        changes: ReadonlyArray<{ id: string; labels: Labels; old: Labels }>,
+        rewritten: ConnectionsRewritten = ignoreRewritten
+      ) =>
         Effect.gen(function* () {
           let updated = 0
           for (let i = 0; i < changes.length; i += batchSize) {
             const batch = changes.slice(i, i + batchSize)
-            const rows = yield* sql`
+            const rows = yield* sql<{ readonly id: string }>`
               UPDATE ${sql(table)} AS t SET labels = v.labels
               FROM jsonb_to_recordset(${jsonb(batch)}) AS v(id text, labels jsonb, old jsonb)
               WHERE t.${sql(idColumnOf(table))} = v.id AND t.labels = v.old AND t.deleted_at IS NULL
-              RETURNING 1 AS updated`
+              RETURNING v.id AS id`
             updated += rows.length
+            if (rows.length > 0) yield* rewritten(rows.map((row) => row.id))
           }
           return updated
         })
@@ -112,7 +131,12 @@ export class LabelReconciler extends Context.Service<
         return sameLabels(labels, row.labels) ? undefined : { id: row.id, labels, old: row.labels }
       }
 
-      const connections = (where: Statement.Fragment, known: Map<string, Labels>, namespaces: Map<string, Labels>) =>
+      const connections = (
+        where: Statement.Fragment,
+        known: Map<string, Labels>,
+        namespaces: Map<string, Labels>,
+        rewritten: ConnectionsRewritten
+      ) =>
         Effect.gen(function* () {
           const rows = yield* Effect.flatMap(
             sql`SELECT id, name, namespace, labels, connector_id FROM connections WHERE deleted_at IS NULL AND ${where}`,
@@ -138,10 +162,13 @@ export class LabelReconciler extends Context.Service<
             ])
             if (change !== undefined) changes.push(change)
           }
-          return yield* write("connections", changes)
+          return yield* write("connections", changes, rewritten)
         })
 
-      const namespaceSubtree = Effect.fn("LabelReconciler.namespaceSubtree")(function* (path: string) {
+      const namespaceSubtree = Effect.fn("LabelReconciler.namespaceSubtree")(function* (
+        path: string,
+        rewritten: ConnectionsRewritten = ignoreRewritten
+      ) {
         let updated = 0
         const resolved = new Map<string, Labels>()
         const top = parentNamespace(path)
@@ -180,22 +207,26 @@ export class LabelReconciler extends Context.Service<
           }
           updated += yield* write(table, changes)
         }
-        updated += yield* connections(inSubtree(path), connectors, resolved)
+        updated += yield* connections(inSubtree(path), connectors, resolved, rewritten)
         return { updated }
       })
 
-      const connector = Effect.fn("LabelReconciler.connector")(function* (connectorId: string) {
+      const connector = Effect.fn("LabelReconciler.connector")(function* (
+        connectorId: string,
+        rewritten: ConnectionsRewritten = ignoreRewritten
+      ) {
         const rows = yield* select("connectors", sql`id = ${connectorId}`)
         const known = new Map<string, Labels>()
         for (const row of rows) known.set(row.id, row.labels)
         if (known.size === 0) return { updated: 0 }
-        return { updated: yield* connections(sql`connector_id = ${connectorId}`, known, new Map()) }
+        return { updated: yield* connections(sql`connector_id = ${connectorId}`, known, new Map(), rewritten) }
       })
 
       return LabelReconciler.of({
         namespaceSubtree,
         connector,
-        all: Effect.suspend(() => namespaceSubtree("root")).pipe(Effect.withSpan("LabelReconciler.all"))
+        all: (rewritten) =>
+          Effect.suspend(() => namespaceSubtree("root", rewritten)).pipe(Effect.withSpan("LabelReconciler.all"))
       })
     })
   )

@@ -262,7 +262,7 @@ export class ConnectionAuthorization extends Context.Service<
           if (!(yield* storeTokens(row, definition, exchanged.success))) {
             return finish(record, clear, { error: "concurrent_change" })
           }
-          changes.changed(row.id)
+          yield* changes.written([row.id])
           yield* notifications.clear(row.id, reauthKey)
           if (record.purpose === "reauth") return finish(record, clear, { status: "configured" })
           const current = yield* ops.find(Kinds.connections, row.id)

@@ -126,10 +126,12 @@ export class ConnectionDisconnect extends Context.Service<
           // request was cut by the crash may stay unrevoked, spec 3.1).
           const stored = yield* secrets.credentials(row)
           yield* Effect.orDie(repo.eraseCredentials(id, yield* now))
-          changes.changed(id)
+          // Every process's caches drop the erased credentials before anything else happens.
+          yield* changes.written([id])
           const revocations = yield* revokeAll(row, definition, stored)
           yield* Effect.orDie(repo.markDisconnected(id, yield* now))
-          changes.changed(id)
+          // Before the task reports done: no process serves the connection from its cache any more.
+          yield* changes.written([id])
           yield* Effect.logInfo(
             `connection ${id} disconnected; revocations: ${revocations.map((r) => `${r.kind} ${r.result}`).join(", ") || "none"}`
           )

@@ -119,7 +119,7 @@ export class ConnectionReauth extends Context.Service<
         Effect.gen(function* () {
           yield* Effect.orDie(repo.setHealth(row.id, "healthy", yield* now))
           yield* notifications.clear(row.id, reauthKey)
-          changes.changed(row.id)
+          yield* changes.written([row.id])
           const current = yield* reload(row.id)
           const configuration = yield* secrets.configuration(current)
           return { connection: present(current, definition, configuration), next: { type: "complete" } } as const
@@ -211,7 +211,7 @@ export class ConnectionReauth extends Context.Service<
             code: "concurrent_change"
           })
         }
-        changes.changed(row.id)
+        yield* changes.written([row.id])
         const current = yield* reload(row.id)
         if (next !== undefined) {
           return { connection: present(current, definition, merged), next: formNext(next) } as const

@@ -203,7 +203,7 @@ export class ConnectionSetup extends Context.Service<
             repo.advanceSetup(row.id, from, { ...target, configurationEnc }, yield* now)
           )
           if (!moved) return yield* stepMismatch(row.id, row.setupStepId, from ?? "(none)")
-          changes.changed(row.id)
+          yield* changes.written([row.id])
           const current = yield* reload(row.id)
           if (to === undefined) {
             yield* notifications.clear(row.id, setupKey)

@@ -258,7 +258,7 @@ export class VersionMigration extends Context.Service<
               continue
             }
             if (written._tag === "AlreadyApplied") return alreadyApplied(run, written.row, source, target)
-            changes.changed(run.connectionId)
+            yield* changes.written([run.connectionId])
             yield* Effect.logInfo(
               `migration task ${run.taskId}: connection ${run.connectionId} moved from version ${run.sourceVersion} to ${run.targetVersion} (${written.applied.hooks} hook(s))`
             )

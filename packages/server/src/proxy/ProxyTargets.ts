@@ -1,9 +1,11 @@
 /**
  * What a proxied request needs of its connection, served from an in-process cache so a warm
  * request runs no SQL (ARCHITECTURE "request path" steps 2 and 6): the row, its connector
- * version's definition, the decrypted credentials and the outbound options. Entries live 5 s
- * (another process's write is seen within that), writes in this process evict at once
- * (`ConnectionChanges`), and an OAuth2 token due for refresh is refreshed on load (`TokenRefresher`).
+ * version's definition, the decrypted credentials and the outbound options. Entries live 5 s;
+ * writes evict at once, in this process and in every other (`ConnectionChanges`, pushed over
+ * Redis pub/sub in production); while that push is down (Redis unreachable) entries live only
+ * `unsubscribedTtl` and every cached entry is dropped when it drops or comes back. An OAuth2
+ * token due for refresh is refreshed on load (`TokenRefresher`).
  * Stale-if-error: when a reload fails (the database is unavailable), a connection resolved in
  * the last `staleIfError` keeps being served from its last known state; one never resolved (or
  * resolved longer ago) answers 503 `store_unavailable`, never a 500. A load that has not answered
@@ -16,6 +18,7 @@ import type { AuthenticatedActor } from "@svc/domain/http/Security"
 import type { ConnectionRow } from "@svc/sql/Rows"
 import { Cache, Cause, Clock, Context, Duration, Effect, Exit, Layer, Option } from "effect"
 import { SvcConfig } from "../config/SvcConfig.ts"
+import { unsubscribedTtl } from "../stores/ChangeFeed.ts"
 import { upstreamOptions } from "../outbound/OutboundOptions.ts"
 import { TokenRefresher } from "../connections/TokenRefresher.ts"
 import { ConnectionChanges } from "../resources/ConnectionChanges.ts"
@@ -131,15 +134,20 @@ export class ProxyTargets extends Context.Service<
       let warnedAt = Number.NEGATIVE_INFINITY
       let failedAt = Number.NEGATIVE_INFINITY
 
-      /** Targets loaded fresh, with when they stop being served (`peek`); the same lifetime as the cache's. */
-      const fresh = new Map<string, { readonly target: ProxyTarget; readonly until: number }>()
+      /**
+       * Targets loaded fresh, with when they were loaded and stop being served (`peek`); the same
+       * lifetime as the cache's, on the same clock.
+       */
+      const fresh = new Map<string, { readonly target: ProxyTarget; readonly at: number; readonly until: number }>()
       const ttlMs = Duration.toMillis(targetTtl)
+      const unsubscribedMs = Duration.toMillis(unsubscribedTtl)
+      const clock = yield* Clock.Clock
 
       const remember = (id: string, found: Option.Option<ProxyTarget>, now: number) => {
         lastKnown.delete(id)
         fresh.delete(id)
         if (Option.isNone(found)) return
-        fresh.set(id, { target: found.value, until: now + ttlMs })
+        fresh.set(id, { target: found.value, at: now, until: now + (changes.live() ? ttlMs : unsubscribedMs) })
         if (fresh.size > lastKnownCapacity) {
           const oldest = fresh.keys().next()
           if (oldest.done !== true) fresh.delete(oldest.value)
@@ -178,29 +186,67 @@ export class ProxyTargets extends Context.Service<
       const timeoutOf = (id: string, now: number) =>
         now - failedAt <= staleMs && lastKnown.has(id) ? staleLoadTimeout : loadTimeout
 
-      const load = (id: string): Effect.Effect<Loaded, ServiceUnavailable> =>
-        Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.timeout(resolve(id), timeoutOf(id, now))).pipe(
+      /**
+       * The latest load of each connection being loaded. An invalidation forgets it: that load may
+       * have read the row before the write, so the fast path does not keep what it answers (nor
+       * an older load overtaken by a newer one).
+       */
+      const loading = new Map<string, number>()
+      let loads = 0
+
+      const load = (id: string): Effect.Effect<Loaded, ServiceUnavailable> => {
+        const mine = ++loads
+        return Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          loading.set(id, mine)
+          return Effect.timeout(resolve(id), timeoutOf(id, now))
+        }).pipe(
           Effect.tap((found) =>
-            Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => remember(id, found, now)))
+            Effect.flatMap(Clock.currentTimeMillis, (now) =>
+              Effect.sync(() => {
+                if (loading.get(id) === mine) remember(id, found, now)
+              })
+            )
+          ),
+          Effect.ensuring(
+            Effect.sync(() => {
+              if (loading.get(id) === mine) loading.delete(id)
+            })
           ),
           Effect.map((found): Loaded => ({ found, stale: false })),
           Effect.catchCause((cause) => (Cause.hasInterruptsOnly(cause) ? Effect.interrupt : fallBack(id, cause)))
         )
+      }
 
       const cache = yield* Cache.makeWith(load, {
         capacity: 10_000,
-        timeToLive: (exit) => (Exit.isFailure(exit) ? Duration.zero : exit.value.stale ? staleRetry : targetTtl)
+        timeToLive: (exit) =>
+          Exit.isFailure(exit)
+            ? Duration.zero
+            : exit.value.stale
+              ? staleRetry
+              : changes.live()
+                ? targetTtl
+                : unsubscribedTtl
       })
       const invalidate = (id: string) =>
         Effect.suspend(() => {
+          loading.delete(id)
           lastKnown.delete(id)
           fresh.delete(id)
           return Cache.invalidate(cache, id)
         })
       changes.onChange((id) => {
         fresh.delete(id)
+        loading.delete(id)
         // Eviction is synchronous bookkeeping; run it detached from the writer's fiber.
         Effect.runFork(invalidate(id))
+      })
+      // Notices of other processes may have been missed: nothing cached is trusted any more (the
+      // last known states stay, for stale-if-error only).
+      changes.onLost(() => {
+        fresh.clear()
+        loading.clear()
+        Effect.runFork(Cache.invalidateAll(cache))
       })
 
       const notFound = (id: string) => new NotFound({ error: `connection ${id} not found`, code: "not_found" })
@@ -242,7 +288,8 @@ export class ProxyTargets extends Context.Service<
       const peek = (actor: AuthenticatedActor, id: string): ProxyTarget | undefined => {
         const entry = fresh.get(id)
         if (entry === undefined) return undefined
-        if (Date.now() >= entry.until) {
+        const now = clock.currentTimeMillisUnsafe()
+        if (now >= entry.until || (now - entry.at >= unsubscribedMs && !changes.live())) {
           fresh.delete(id)
           return undefined
         }

@@ -116,10 +116,9 @@ export class ResourceOps extends Context.Service<
       const repo = yield* ResourceRepo
       // Optional: processes without the proxy's caches have nothing to invalidate.
       const changes = yield* Effect.serviceOption(ConnectionChanges)
+      // Every process's caches have dropped the row before the write answers.
       const written = (kind: KindInfo, id: string) =>
-        Effect.sync(() => {
-          if (kind.type === "connections" && Option.isSome(changes)) changes.value.changed(id)
-        })
+        kind.type === "connections" && Option.isSome(changes) ? changes.value.written([id]) : Effect.void
 
       const allowed = (actor: AuthenticatedActor, kind: KindInfo, verb: string, namespace: string, id?: string) =>
         isAllowed({

@@ -37,5 +37,5 @@ export const layerNoDeps = Layer.mergeAll(
       DefinitionValidator.layer
     )
   ),
-  Layer.provideMerge(ConnectionChanges.layer)
+  Layer.provideMerge(ConnectionChanges.layerNoDeps)
 )

@@ -51,6 +51,8 @@ export interface RedisCounterStoreOptions {
   readonly commandTimeoutMillis?: number | undefined
   /** `CLIENT SETNAME` of the connection, for operators. Default `svc-counter-store`. */
   readonly connectionName?: string | undefined
+  /** False: a lost connection of a single-node client ends (`end` event) instead of reconnecting. Default true. */
+  readonly reconnect?: boolean | undefined
 }
 
 /** A connected client: one Redis, or a Redis Cluster (same commands, keys routed by slot). */
@@ -205,7 +207,8 @@ const makeClient = (options: RedisCounterStoreOptions, url: string): RedisClient
       keyPrefix: options.keyPrefix,
       lazyConnect: true,
       enableOfflineQueue: false,
-      enableAutoPipelining: true
+      enableAutoPipelining: true,
+      ...(options.reconnect === false ? { retryStrategy: () => null } : {})
     })
   }
   return new Cluster(

@@ -20,6 +20,7 @@ import { TaskRepo } from "@svc/sql/TaskRepo"
 import { Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import type { ResolvedConfig } from "../config/SvcConfig.ts"
+import { ChangeFeed } from "./ChangeFeed.ts"
 import { CoolDownStore } from "./CoolDownStore.ts"
 import { CounterStore, type RedisCounterStoreOptions } from "./CounterStore.ts"
 import * as Database from "./Database.ts"
@@ -55,6 +56,15 @@ export const limitStoresLayer = (config: ResolvedConfig) => {
   const redis = redisOptions(config.counterStore)
   return Layer.merge(CoolDownStore.layerRedis(redis), RateLimitStore.layerRedis(redis))
 }
+
+/**
+ * Connection changes between processes: Redis pub/sub on a Redis or Redis Cluster counter store;
+ * in process with the in-memory one (one process holds every cache and every writer).
+ */
+export const changeFeedLayer = (config: ResolvedConfig) =>
+  config.counterStore.provider === "memory"
+    ? ChangeFeed.layerLocal
+    : ChangeFeed.layerRedis(redisOptions(config.counterStore))
 
 /**
  * Applies the main and app-metrics migrations over the direct (session) connections; returns which
@@ -136,7 +146,7 @@ const startup = (config: ResolvedConfig, applyMigrations: boolean) =>
       // A newly configured actor has no system labels yet (spec 2.3): materialise them now.
       if (actors.some((actor) => actor.labels["svc/act/-/id"] !== actor.id)) {
         const reconciler = yield* LabelReconciler
-        yield* reconciler.all
+        yield* reconciler.all()
       }
     })
   )
@@ -155,7 +165,8 @@ export const layer = (config: ResolvedConfig, options: { readonly applyMigration
       Layer.mergeAll(
         Database.layer(config.database, config.appMetricsDatabase),
         counterStoreLayer(config),
-        limitStoresLayer(config)
+        limitStoresLayer(config),
+        changeFeedLayer(config)
       )
     )
   )

@@ -17,18 +17,23 @@ import { DateTime, Duration, Effect, Layer, Option } from "effect"
 import { Singleton } from "effect/cluster"
 import { Activity } from "effect/workflow"
 import { LabelPropagationWorkflow } from "@svc/cluster/LabelPropagationWorkflow"
+import { ConnectionChanges } from "../resources/ConnectionChanges.ts"
+
+/** Every process's proxy caches drop the connections a batch rewrote (spec 2.4 rule 5). */
+const rewritten = Effect.map(ConnectionChanges, (changes) => (ids: ReadonlyArray<string>) => changes.written(ids))
 
 /** Registers the propagation workflow with the ambient `WorkflowEngine`. */
 export const workflowLayer = LabelPropagationWorkflow.toLayer(
   Effect.fnUntraced(function* (payload) {
     const reconciler = yield* LabelReconciler
+    const published = yield* rewritten
     return yield* Activity.make({
       name: LabelPropagationReconcileActivity,
       success: LabelPropagationWorkflow.successSchema,
       execute: Effect.map(
         payload.parentType === "namespace"
-          ? reconciler.namespaceSubtree(payload.parentId)
-          : reconciler.connector(payload.parentId),
+          ? reconciler.namespaceSubtree(payload.parentId, published)
+          : reconciler.connector(payload.parentId, published),
         (result) => result.updated
       ).pipe(Effect.orDie)
     })
@@ -85,7 +90,7 @@ const checker = (options: Options) => {
     const due = last === undefined ? now : last.getTime() + interval
     if (due > now) return Math.min(due - now, 60_000)
     const reconciler = yield* LabelReconciler
-    const result = yield* reconciler.all
+    const result = yield* reconciler.all(yield* rewritten)
     yield* recordRun(new Date(now))
     yield* Effect.logInfo(`label consistency check corrected ${result.updated} row(s)`)
     return Math.min(interval, 60_000)
