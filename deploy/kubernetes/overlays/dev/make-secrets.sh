@@ -8,7 +8,7 @@
 # Refuses to overwrite an existing secrets/ (delete it to start over).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-repo="$(cd "$here/../../../.." && pwd)"
+repo="${SVC_REPO:-$(cd "$here/../../../.." && pwd)}"
 namespace="${1:-svc-dev}"
 out="$here/secrets"
 node="${NODE:-$repo/node_modules/.bin/node}"
