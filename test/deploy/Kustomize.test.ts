@@ -85,7 +85,8 @@ const ofKind = (overlay: Overlay, kind: string) => objects(overlay).filter((o) =
 const svcWorkloads = (overlay: Overlay) =>
   objects(overlay).filter(
     (o) =>
-      ["Deployment", "StatefulSet", "Job"].includes(o.kind) && o.metadata.labels?.["app.kubernetes.io/part-of"] === "svc"
+      ["Deployment", "StatefulSet", "Job"].includes(o.kind) &&
+      o.metadata.labels?.["app.kubernetes.io/part-of"] === "svc"
   )
 
 /** The model class of an object's apiVersion and kind; an unknown kind fails (add its models). */
@@ -97,7 +98,9 @@ const modelOf = async (o: K8sObject) => {
       : await import(group === "" ? `kubernetes-models/${version}` : `kubernetes-models/${group}/${version}`)
   const model = module[o.kind]
   if (model === undefined) throw new Error(`no schema for ${o.apiVersion} ${o.kind}`)
-  return model as new (data: unknown) => { validate(): void }
+  return model as new (
+    data: unknown
+  ) => { validate(): void }
 }
 
 const validate = async (o: K8sObject) => {
@@ -227,7 +230,8 @@ describe.each(overlays)("overlay %s", (overlay) => {
     }
     const matches = (selector: Record<string, string>) =>
       pods.some((t) => Object.entries(selector).every(([k, v]) => t.metadata.labels?.[k] === v))
-    for (const s of ofKind(overlay, "Service")) expect(matches(s.spec.selector), `Service ${s.metadata.name}`).toBe(true)
+    for (const s of ofKind(overlay, "Service"))
+      expect(matches(s.spec.selector), `Service ${s.metadata.name}`).toBe(true)
     for (const p of ofKind(overlay, "PodDisruptionBudget")) {
       expect(matches(p.spec.selector.matchLabels), `PDB ${p.metadata.name}`).toBe(true)
     }
@@ -291,9 +295,7 @@ describe("the checks fail on a broken manifest", () => {
     const deployment = structuredClone(objects("production").find((o) => o.kind === "Deployment"))
     deployment.spec.replicas = "two"
     await expect(validate(deployment)).rejects.toThrow(/replicas/)
-    await expect(validate({ apiVersion: "v1", kind: "Nonsense", metadata: { name: "x" } })).rejects.toThrow(
-      /no schema/
-    )
+    await expect(validate({ apiVersion: "v1", kind: "Nonsense", metadata: { name: "x" } })).rejects.toThrow(/no schema/)
     const dir = path.join(work, "broken")
     await fs.promises.mkdir(dir, { recursive: true })
     const file = path.join(dir, "svc.yaml")
