@@ -36,7 +36,9 @@ if podman "${runtime[@]}" run -d --name "$name" --read-only "${ulimits[@]}" \
   if wait_ready; then
     ready=$(date +%s)
     echo "image-test: /readyz answered 200 on 127.0.0.1:$port (podman ${runtime[*]} --read-only, user $(podman exec "$name" id -u))"
-    podman healthcheck run "$name" >/dev/null 2>&1 && echo "image-test: HEALTHCHECK (/livez) healthy" || echo "image-test: podman healthcheck run failed" >&2
+    # the image's HEALTHCHECK command, run in the container (`podman healthcheck run` needs systemd timers, absent here)
+    podman inspect --format '{{.Config.Healthcheck.Test}}' "$name" | grep -q healthcheck.mjs
+    podman exec "$name" /usr/local/bin/node /opt/svc/healthcheck.mjs && echo "image-test: HEALTHCHECK command (/livez) healthy"
     podman stop -t 20 "$name" >/dev/null
     code=$(podman inspect --format '{{.State.ExitCode}}' "$name")
     echo "image-test: SIGTERM -> exit $code"
