@@ -1,5 +1,5 @@
 /**
- * The `svc` executable: `svc serve`, `svc migrate` and `svc certs`. The only place that reads `process.env`
+ * The `svc` executable: `svc serve`, `svc migrate`, `svc certs` and `svc config check`. The only place that reads `process.env`
  * and `process.argv` and assembles the whole graph.
  */
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
@@ -148,9 +148,23 @@ const certsCommand = Command.make(
   )
 )
 
+/** Loads the configuration exactly as `serve` does (file, `SVC__` overrides, cross-key rules) and says so: exit 0, or 2. */
+const configCheckCommand = Command.make("check", { config: configFlag }, ({ config }) =>
+  withConfig(config, (resolved) => Console.log(`svc: configuration ok (${resolved.source})`))
+).pipe(
+  Command.withDescription(
+    "Load and validate the configuration as serve would (file, SVC__ overrides, cross-key rules); exit 0 when valid, 2 when not. Reads no key file and opens no store"
+  )
+)
+
+const configCommand = Command.make("config").pipe(
+  Command.withDescription("Configuration tools"),
+  Command.withSubcommands([configCheckCommand])
+)
+
 const svc = Command.make("svc").pipe(
   Command.withDescription("svc: a self-hosted connection proxy"),
-  Command.withSubcommands([serveCommand, migrateCommand, certsCommand])
+  Command.withSubcommands([serveCommand, migrateCommand, certsCommand, configCommand])
 )
 
 /** SIGINT/SIGTERM end `serve` gracefully: exit 0, not the default 130; an exit code set above wins. */
