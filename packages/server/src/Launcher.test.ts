@@ -76,8 +76,8 @@ describe("memoryLimit", () => {
 })
 
 describe("heapFlags", () => {
-  it("gives the old generation a quarter of the limit within 128..320 MB, a smaller semi-space under 1 GiB", () => {
-    expect(heapFlags(256 * mib)).toEqual(["--max-old-space-size=128", "--max-semi-space-size=8"])
+  it("gives the old generation a quarter of the limit within 192..320 MB, a smaller semi-space under 1 GiB", () => {
+    expect(heapFlags(256 * mib)).toEqual(["--max-old-space-size=192", "--max-semi-space-size=8"])
     expect(heapFlags(768 * mib)).toEqual(["--max-old-space-size=192", "--max-semi-space-size=8"])
     expect(heapFlags(gib)).toEqual(["--max-old-space-size=256", "--max-semi-space-size=16"])
     expect(heapFlags(24 * gib)).toEqual(["--max-old-space-size=320", "--max-semi-space-size=16"])

@@ -25,7 +25,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 
 /** The old generation's bounds, in MB. */
-export const minOldSpaceMb = 128
+export const minOldSpaceMb = 192
 export const maxOldSpaceMb = 320
 /** A semi-space of the young generation, in MB (half of it under 1 GiB of memory). */
 export const semiSpaceMb = 16
