@@ -3,9 +3,10 @@
  * after warm-up): svc on the embedded default in front of the bench upstream (the same connector
  * and connection as the proxy group), `_proxy_raw` `GET /json` from 64 keep-alive connections of
  * an in-process undici pool: 20,000 requests of warm-up, the resident set (`/proc`), 100,000
- * requests (`--quick`: 5,000 and 20,000), the resident set again after 1 s. Twice: with Node's
- * default heap sizing, and with the old generation capped (`--max-old-space-size`), which tells
- * growth that is garbage V8 has not yet collected from growth that stays (docs/performance.md).
+ * requests (`--quick`: 5,000 and 20,000), the resident set again after 1 s. Twice: with the heap
+ * limits svc's launcher chooses (`packages/server/src/Launcher.ts`, the default), and with the
+ * launcher turned off (`SVC_NODE_OPTIONS=`, Node's own sizing), which tells growth that is
+ * garbage V8 has not yet collected from growth that stays (docs/performance.md "Memory").
  */
 import { pin } from "./Cpu.ts"
 import { proxyJsonRequest, rawRoute, startEmbeddedSvc, startUpstream } from "./Proxy.ts"
@@ -21,17 +22,14 @@ export interface ProxyMemoryReport {
 /** Seconds the group may take: twice start-up and set-up, then about 100,000 requests at 2,000/s or more. */
 export const proxyMemoryBudgetS = 240
 
-/** The old generation's cap of the second run, in MB (docs/performance.md "Memory"). */
-export const cappedOldSpaceMb = 320
-
-/** Both runs of the group: default heap sizing, then the old generation capped. */
+/** Both runs of the group: the launcher's heap limits (the default), then Node's own sizing. */
 export const measureProxyMemory = async (options: {
   readonly quick: boolean
   readonly progress: (message: string) => void
 }): Promise<ReadonlyArray<ProxyMemoryReport>> => [
   await measureOne(options, "svc _proxy_raw, embedded default, 64 connections", {}),
-  await measureOne(options, `the same, NODE_OPTIONS=--max-old-space-size=${cappedOldSpaceMb}`, {
-    NODE_OPTIONS: `--max-old-space-size=${cappedOldSpaceMb}`
+  await measureOne(options, "the same, launcher off (SVC_NODE_OPTIONS=, Node's heap sizing)", {
+    SVC_NODE_OPTIONS: ""
   })
 ]
 

@@ -24,6 +24,7 @@ import {
 } from "effect/sql/SqlError"
 import * as NameTransforms from "./NameTransforms.ts"
 import { pgliteParsers as parsers } from "./PgliteParsers.ts"
+import { startParams } from "./PgliteSettings.ts"
 import type { ThreadRequest, ThreadResponse } from "./PgliteThread.ts"
 
 /** Options of the PGlite client; transforms default to {@link NameTransforms}. */
@@ -213,7 +214,7 @@ export const make = Effect.fnUntraced(function* (
 ): Effect.fn.Return<PgliteClient, SqlError, Scope.Scope | Reactivity.Reactivity> {
   const db = yield* Effect.acquireRelease(
     Effect.tryPromise({
-      try: () => PGlite.create(config.dataDir, { parsers }),
+      try: () => PGlite.create(config.dataDir, { parsers, startParams: startParams() }),
       catch: (cause) =>
         new SqlError({
           reason: new ConnectionError({

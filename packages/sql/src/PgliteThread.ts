@@ -8,6 +8,7 @@
 import { parentPort, workerData } from "node:worker_threads"
 import { PGlite } from "@electric-sql/pglite"
 import { pgliteParsers } from "./PgliteParsers.ts"
+import { startParams } from "./PgliteSettings.ts"
 
 /** A statement posted by the client. */
 export interface ThreadRequest {
@@ -51,7 +52,10 @@ const errorOf = (cause: unknown) => {
   }
 }
 
-const opening = PGlite.create((workerData as { dataDir: string }).dataDir, { parsers: pgliteParsers })
+const opening = PGlite.create((workerData as { dataDir: string }).dataDir, {
+  parsers: pgliteParsers,
+  startParams: startParams()
+})
 opening.then(
   () => port.postMessage({ id: 0, ok: true } satisfies ThreadResponse),
   (cause: unknown) => port.postMessage({ id: 0, ok: false, error: errorOf(cause) } satisfies ThreadResponse)

@@ -2,7 +2,8 @@
  * `PgliteClient.layerWorker` (issue 16): PGlite in a worker thread behaves as in process — typed
  * parameters and decoded rows (int8 as BigInt, timestamptz as Date, bytea, jsonb, arrays),
  * serialised transactions with rollback, the PostgreSQL error classes — and its data persists
- * across a close and a reopen of the same directory.
+ * across a close and a reopen of the same directory. It runs with the embedded memory settings
+ * (`PgliteSettings.ts`), in the thread as in process.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Layer } from "effect"
@@ -12,6 +13,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import * as PgTypes from "@effect/sql-pg/PgTypes"
 import * as PgliteClient from "./PgliteClient.ts"
+import { embeddedSettings } from "./PgliteSettings.ts"
 
 const withDir = <A, E>(f: (dir: string) => Effect.Effect<A, E>) =>
   Effect.acquireUseRelease(
@@ -71,6 +73,31 @@ describe("PgliteClient.layerWorker", () => {
             Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ n: number }>`SELECT count(*)::int AS n FROM w`)
           )
           assert.deepStrictEqual(reopened, [{ n: 1 }])
+        })
+      ),
+    { timeout: 60_000 }
+  )
+
+  it.effect(
+    "opens with the embedded memory settings, in the thread and in process",
+    () =>
+      withDir((dir) =>
+        Effect.gen(function* () {
+          const show = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+            Effect.forEach(Object.keys(embeddedSettings), (name) =>
+              Effect.map(sql.unsafe<Record<string, string>>(`SHOW ${name}`), (rows) => [
+                name,
+                Object.values(rows[0] ?? {})[0]
+              ])
+            )
+          )
+          const expected = Object.entries(embeddedSettings)
+          assert.deepStrictEqual(yield* onWorker(dir, show), expected)
+          assert.deepStrictEqual(
+            yield* Effect.provide(show, PgliteClient.layer({ dataDir: dir }).pipe(Layer.orDie)),
+            expected
+          )
+          assert.strictEqual(embeddedSettings.shared_buffers, "16MB")
         })
       ),
     { timeout: 60_000 }

@@ -8,7 +8,6 @@ import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import type { Scope } from "effect"
 import * as PgClient from "@svc/sql/PgClient"
-import * as PgliteClient from "@svc/sql/PgliteClient"
 import { readFile, type UnreadableFile } from "../config/Files.ts"
 import type { ResolvedDatabase } from "../config/SvcConfig.ts"
 
@@ -59,11 +58,21 @@ const pgLayer = (db: Postgres, role: "pooled" | "direct") =>
   )
 
 /**
- * A `SqlClient` layer for one configured database. PGlite runs in a worker thread of its own, so
- * its statements (the request-event inserts above all) never block the event loop (issue 16).
+ * PGlite in a worker thread of its own, so its statements (the request-event inserts above all)
+ * never block the event loop (issue 16). Its client module is imported only here, when the
+ * configuration names PGlite: a process on PostgreSQL never loads PGlite (issue 30).
  */
+const pgliteLayer = (dataDir: string): Layer.Layer<SqlClient.SqlClient, SqlError> =>
+  Layer.unwrap(
+    Effect.map(
+      Effect.promise(() => import("@svc/sql/PgliteClient")),
+      (PgliteClient) => PgliteClient.layerWorker({ dataDir })
+    )
+  )
+
+/** A `SqlClient` layer for one configured database. */
 export const clientLayer = (db: ResolvedDatabase): Layer.Layer<SqlClient.SqlClient, SqlError | UnreadableFile> =>
-  db.provider === "pglite" ? PgliteClient.layerWorker({ dataDir: db.path }) : pgLayer(db, "pooled")
+  db.provider === "pglite" ? pgliteLayer(db.path) : pgLayer(db, "pooled")
 
 /**
  * The session client of `db`: a small pool on `direct_url` when configured; otherwise `pooled`
