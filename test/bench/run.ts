@@ -550,8 +550,20 @@ const main = async (): Promise<number> => {
   }
 }
 
+/** Builds dist/ (svc, cli) and the UI bundles when their sources changed: every svc the bench starts runs dist/svc.js. */
+const build = async (): Promise<void> => {
+  // Imported by URL: the build script lives outside this project's sources.
+  const script = new URL("../../scripts/build.ts", import.meta.url).href
+  const { buildBundle } = (await import(script)) as { buildBundle: () => Promise<boolean> }
+  if (await buildBundle()) progress("built dist/ (svc, cli)")
+  const ui = new URL("../../packages/server/ui/build.ts", import.meta.url).href
+  const { buildUi } = (await import(ui)) as { buildUi: () => Promise<ReadonlyArray<string>> }
+  await buildUi()
+}
+
 const disarm = installCleanup(hardCapMs)
-main()
+build()
+  .then(main)
   .catch((error: unknown) => {
     process.stderr.write(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`)
     return 1

@@ -8,7 +8,6 @@ import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import type { Scope } from "effect"
 import * as PgClient from "@svc/sql/PgClient"
-import * as PgliteClient from "@svc/sql/PgliteClient"
 import { readFile, type UnreadableFile } from "../config/Files.ts"
 import type { ResolvedDatabase } from "../config/SvcConfig.ts"
 
@@ -60,10 +59,17 @@ const pgLayer = (db: Postgres, role: "pooled" | "direct") =>
 
 /**
  * A `SqlClient` layer for one configured database. PGlite runs in a worker thread of its own, so
- * its statements (the request-event inserts above all) never block the event loop (issue 16).
+ * its statements (the request-event inserts above all) never block the event loop (issue 16); its
+ * client is loaded only when a database is PGlite (a process on PostgreSQL never loads PGlite).
  */
 export const clientLayer = (db: ResolvedDatabase): Layer.Layer<SqlClient.SqlClient, SqlError | UnreadableFile> =>
-  db.provider === "pglite" ? PgliteClient.layerWorker({ dataDir: db.path }) : pgLayer(db, "pooled")
+  db.provider === "pglite"
+    ? Layer.unwrap(
+        Effect.promise(() => import("@svc/sql/PgliteClient")).pipe(
+          Effect.map((PgliteClient) => PgliteClient.layerWorker({ dataDir: db.path }))
+        )
+      )
+    : pgLayer(db, "pooled")
 
 /**
  * The session client of `db`: a small pool on `direct_url` when configured; otherwise `pooled`
