@@ -10,16 +10,11 @@ import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Cause, Console, Effect, Exit, Layer, Logger, Option, References, Runtime } from "effect"
 import { Command, Flag } from "effect/cli"
-import { enableCompileCache } from "node:module"
 import { allServiceIds, type ServiceId } from "@svc/domain/Auth"
 import type { ConfigError } from "./config/ConfigLoader.ts"
 import type { ResolvedConfig } from "./config/SvcConfig.ts"
 import { shutdownGraceMs } from "./config/Durations.ts"
 import { version } from "./config/Version.ts"
-
-// V8's code cache for the modules loaded below, kept between runs (node_modules/.cache or the OS
-// temp dir; NODE_COMPILE_CACHE overrides, NODE_DISABLE_COMPILE_CACHE=1 turns it off)
-enableCompileCache()
 
 /** The server, loaded by `serve` and `migrate` only. */
 const server = Effect.promise(() => import("./Serve.ts"))
