@@ -16,7 +16,7 @@ import type { ResolvedConfig } from "./config/SvcConfig.ts"
 import { shutdownGraceMs } from "./config/Durations.ts"
 import { version } from "./config/Version.ts"
 
-/** The server, loaded by `serve` and `migrate` only. */
+/** The server, loaded by `serve` only (`migrate` loads `Migrate.ts`). */
 const server = Effect.promise(() => import("./Serve.ts"))
 
 const configFlag = Flag.String("config").pipe(
@@ -126,7 +126,12 @@ const serveCommand = Command.make(
 ).pipe(Command.withDescription("Run the services until SIGINT or SIGTERM, then shut down gracefully"))
 
 const migrateCommand = Command.make("migrate", { config: configFlag }, ({ config }) =>
-  withConfig(config, (resolved) => Effect.flatMap(server, ({ runMigrations }) => runMigrations(resolved)))
+  withConfig(config, (resolved) =>
+    Effect.flatMap(
+      Effect.promise(() => import("./Migrate.ts")),
+      ({ runMigrations }) => runMigrations(resolved)
+    )
+  )
 ).pipe(Command.withDescription("Apply pending migrations to the main and app-metrics databases, then exit"))
 
 const certsCommand = Command.make(
