@@ -4,6 +4,7 @@
  * `lifecycle`, `migration`, `metrics` and `options.generator` added without a bump).
  */
 import type { ProxyMemoryReport } from "./ProxyMemory.ts"
+import type { FootprintRow } from "./Footprint.ts"
 import * as fs from "node:fs/promises"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -146,6 +147,7 @@ export interface BenchReport {
   readonly coldStartError?: string
   /** The proxy memory group (`ProxyMemory.ts`): default heap sizing, then the old generation capped. */
   readonly memory?: ReadonlyArray<ProxyMemoryReport>
+  readonly footprint?: ReadonlyArray<FootprintRow>
   readonly load: ReadonlyArray<LoadRow>
   readonly streams: ReadonlyArray<StreamGroupReport>
   readonly sequences: ReadonlyArray<SequenceGroupReport>

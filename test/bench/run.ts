@@ -17,6 +17,7 @@ import { onGeneratorCpu } from "./Cpu.ts"
 import { selectGenerator } from "./Generator.ts"
 import { lifecycleBudgetS, measureLifecycle } from "./Lifecycle.ts"
 import { measureMigration, migrationBudgetS } from "./Migration.ts"
+import { footprintBudgetS, formatFootprint, measureFootprint } from "./Footprint.ts"
 import { formatProxyMemory, measureProxyMemory, proxyMemoryBudgetS } from "./ProxyMemory.ts"
 import { defaultEmbeddedEvents, defaultPostgresEvents, measureMetrics, metricsBudgetS } from "./Metrics.ts"
 import { nowMs } from "./Ready.ts"
@@ -60,7 +61,7 @@ const usage = `usage: node test/bench/run.ts [--duration <s>] [--warmup <s>] [--
                in-process undici one
   --only       comma-separated parts to run, by id: start-up, a load group (ping, proxy), a
                stream group (proxy-stream), a sequence group (list-connections), cluster,
-               lifecycle, migration, metrics, proxy-memory (default: all of them)
+               lifecycle, migration, metrics, proxy-memory, footprint (default: all of them)
   --metrics-events           request events the metrics group seeds on PostgreSQL (default
                5000000 with --only metrics, 1000000 in a full run, 200000 with --quick)
   --metrics-embedded-events  request events it seeds on the embedded PGlite (default 500000,
@@ -120,7 +121,8 @@ if (only !== undefined) {
     "lifecycle",
     "migration",
     "metrics",
-    "proxy-memory"
+    "proxy-memory",
+    "footprint"
   ]
   const unknown = [...only].filter((id) => !known.includes(id))
   if (unknown.length > 0 || only.size === 0) fail(`--only: unknown "${unknown.join(",")}"; one of ${known.join(", ")}`)
@@ -135,6 +137,7 @@ const runLifecycle = selected("lifecycle")
 const runMigration = selected("migration")
 const runMetrics = selected("metrics")
 const runMemory = selected("proxy-memory")
+const runFootprint = selected("footprint")
 
 const durationS = generator.seconds(seconds(values.duration, values.quick ? 1 : 5, 60))
 const warmupS = generator.seconds(seconds(values.warmup, values.quick ? 0.5 : 1, 10))
@@ -195,6 +198,7 @@ const defaultCapS = Math.max(
     (runLifecycle ? lifecycleBudgetS : 0) +
     (runMigration ? migrationBudgetS : 0) +
     (runMemory ? proxyMemoryBudgetS : 0) +
+    (runFootprint ? footprintBudgetS : 0) +
     (runMetrics ? metricsBudgetS(metricsEvents.postgres, metricsEvents.embedded) : 0)
 )
 const hardCapMs = seconds(values["max-time"], defaultCapS, 3600) * 1000
@@ -493,6 +497,7 @@ const main = async (): Promise<number> => {
     const streams = await measureStreams()
     const sequences = await measureSequences()
     const memory = runMemory ? await measureProxyMemory({ quick: values.quick, progress }) : undefined
+    const footprint = runFootprint ? await measureFootprint({ runs: 3, progress }) : undefined
     const cluster = runCluster ? await measureCluster({ quick: values.quick, progress }) : undefined
     const lifecycle = runLifecycle ? await measureLifecycle({ quick: values.quick, progress }) : undefined
     const migration = runMigration ? await measureMigration({ quick: values.quick, progress }) : undefined
@@ -519,10 +524,12 @@ const main = async (): Promise<number> => {
       ...(lifecycle === undefined ? {} : { lifecycle }),
       ...(migration === undefined ? {} : { migration }),
       ...(metrics === undefined ? {} : { metrics }),
-      ...(memory === undefined ? {} : { memory })
+      ...(memory === undefined ? {} : { memory }),
+      ...(footprint === undefined ? {} : { footprint })
     }
     process.stdout.write(formatTable(report))
     if (memory !== undefined) process.stdout.write(`\n${formatProxyMemory(memory)}`)
+    if (footprint !== undefined) process.stdout.write(`\n${formatFootprint(footprint)}`)
     await writeJson(resultsFile, report)
     progress(`done; wrote ${resultsFile}`)
     const broke = (skipped: string | undefined) => skipped?.startsWith("failed: ") === true
@@ -535,6 +542,7 @@ const main = async (): Promise<number> => {
       broke(lifecycle?.skipped) ||
       broke(migration?.skipped) ||
       (memory?.some((run) => broke(run.skipped)) ?? false) ||
+      (footprint?.some((row) => broke(row.skipped)) ?? false) ||
       (metrics?.backends.some((b) => broke(b.skipped)) ?? false)
     return failed ? 1 : 0
   } finally {
@@ -542,8 +550,20 @@ const main = async (): Promise<number> => {
   }
 }
 
+/** Builds dist/ (svc, cli) and the UI bundles when their sources changed: every svc the bench starts runs dist/svc.js. */
+const build = async (): Promise<void> => {
+  // Imported by URL: the build script lives outside this project's sources.
+  const script = new URL("../../scripts/build.ts", import.meta.url).href
+  const { buildBundle } = (await import(script)) as { buildBundle: () => Promise<boolean> }
+  if (await buildBundle()) progress("built dist/ (svc, cli)")
+  const ui = new URL("../../packages/server/ui/build.ts", import.meta.url).href
+  const { buildUi } = (await import(ui)) as { buildUi: () => Promise<ReadonlyArray<string>> }
+  await buildUi()
+}
+
 const disarm = installCleanup(hardCapMs)
-main()
+build()
+  .then(main)
   .catch((error: unknown) => {
     process.stderr.write(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`)
     return 1

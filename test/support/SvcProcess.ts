@@ -10,7 +10,8 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 
 export const repoRoot = fileURLToPath(new URL("../../", import.meta.url))
-export const svcMain = path.join(repoRoot, "packages/server/src/main.ts")
+/** The built `svc` (scripts/build.ts, from packages/server/src/main.ts; the test run's global setup builds it). */
+export const svcMain = path.join(repoRoot, "dist/svc.js")
 
 /** A free TCP port on 127.0.0.1 (bound then released). */
 export const freePort = (): Promise<number> =>

@@ -8,7 +8,7 @@ import { Effect, type FileSystem, Layer, Option, Result } from "effect"
 import { CliError, Flag } from "effect/cli"
 import { FetchHttpClient, HttpClientRequest } from "effect/http"
 import { HttpApiClient, HttpApiMiddleware } from "effect/http-api"
-import { ApiV1 } from "@svc/domain/http/Apis"
+import type { ApiV1 } from "@svc/domain/http/Apis"
 import { Authentication } from "@svc/domain/http/Security"
 import { type ConfigLocation, type LoadedConfig, loadCliConfig } from "./CliConfig.ts"
 import type { CliFailure } from "./CliFailure.ts"
@@ -99,6 +99,8 @@ export const makeApiClient = Effect.fn("ApiClient.make")(function* (target: ApiT
   const auth = HttpApiMiddleware.layerClient(Authentication, ({ next, request }) =>
     Effect.flatMap(freshToken, (token) => next(HttpClientRequest.bearerToken(request, token)))
   )
+  // the API's declarations are loaded by the commands that call it, not by `cli --help`
+  const { ApiV1 } = yield* Effect.promise(() => import("@svc/domain/http/Apis"))
   const client = yield* HttpApiClient.make(ApiV1, { baseUrl: target.apiUrl }).pipe(
     Effect.provide(Layer.merge(auth, FetchHttpClient.layer))
   )

@@ -102,6 +102,9 @@ export const parseOrder = (text: string, fields: ReadonlyArray<string>): Order |
   return { field, direction }
 }
 
+/** Sort fields every list accepts (here, not in `http/Endpoints.ts`, so the `cli` needs no endpoint declarations for its flags). */
+export const orderFields = ["createdAt", "updatedAt", "name", "id"] as const
+
 /** Order query parameter over the given fields. */
 export const OrderParam = (fields: ReadonlyArray<string>) =>
   Schema.String.check(

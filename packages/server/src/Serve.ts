@@ -3,7 +3,7 @@
  * and connection services, request events, the proxy data plane, the worker and the selected
  * HTTP servers — into one layer graph (ARCHITECTURE "Processes").
  */
-import { Console, Effect, Layer } from "effect"
+import { Effect, Layer } from "effect"
 import type { ServiceId } from "@svc/domain/Auth"
 import * as path from "node:path"
 import * as Auth from "./auth/Auth.ts"
@@ -19,23 +19,14 @@ import * as Servers from "./http/Servers.ts"
 import * as ProxyPlane from "./proxy/Proxy.ts"
 import * as RateLimiting from "./ratelimit/RateLimiting.ts"
 import { ActorDirectory } from "./resources/ActorDirectory.ts"
-import * as Database from "./stores/Database.ts"
 import * as Stores from "./stores/Stores.ts"
 import * as TelemetryLayer from "./telemetry/TelemetryLayer.ts"
 import { printBanner, writeAdminToken } from "./StartupBanner.ts"
+import { warnPoolerWithoutDirectUrl } from "./Migrate.ts"
 import * as Membership from "./worker/Membership.ts"
 import * as Worker from "./worker/Worker.ts"
 
 /** A transaction-mode pooler without `direct_url` cannot hold the shard locks or the migration lock. */
-const warnPoolerWithoutDirectUrl = (config: ResolvedConfig) =>
-  config.database.provider === "postgres" &&
-  !config.database.preparedStatements &&
-  config.database.directUrl === undefined
-    ? Effect.logWarning(
-        "database.prepared_statements is false but database.direct_url is not set: migrations and the cluster's shard locks use database.url, which must then keep sessions (not a transaction-mode pooler)"
-      )
-    : Effect.void
-
 /** Runs the selected services until interrupted (SIGINT/SIGTERM), then shuts down gracefully. */
 // Untraced: the layers are built here, and a span of this call would be the parent of every span
 // the built services start (their captured context), instead of the request's.
@@ -106,17 +97,4 @@ export const serve = Effect.fnUntraced(function* (
     "generated" in signingKey ? yield* writeAdminToken(config, signingKey.generated.privateKeyPath) : undefined
   yield* printBanner(config, services, tokenFile, boundPorts, metricsPort)
   return yield* Effect.never
-}, Effect.scoped)
-
-/** `svc migrate`: applies pending migrations to the main and app-metrics databases and exits. */
-export const runMigrations = Effect.fn("Serve.runMigrations")(function* (config: ResolvedConfig) {
-  yield* warnPoolerWithoutDirectUrl(config)
-  const applied = yield* Stores.migrate(
-    config,
-    Console.log("migrations: another process is applying migrations; waiting for it")
-  ).pipe(Effect.provide(Database.layer(config.database, config.appMetricsDatabase)))
-  for (const [id, name] of applied.main) yield* Console.log(`main: applied ${String(id).padStart(4, "0")}_${name}`)
-  for (const [id, name] of applied.metrics)
-    yield* Console.log(`appMetrics: applied ${String(id).padStart(4, "0")}_${name}`)
-  if (applied.main.length + applied.metrics.length === 0) yield* Console.log("migrations: already up to date")
 }, Effect.scoped)

@@ -1,19 +1,24 @@
 /**
- * The `svc` command: `svc serve`, `svc migrate`, `svc certs` and `svc config check`. With `main.ts` (which loads it
- * once the heap limits are set), the only place that reads `process.env` and `process.argv` and
- * assembles the whole graph.
+ * The `svc` command: `svc serve`, `svc migrate`, `svc certs` and `svc config check`. With
+ * `main.ts` (which loads it once the heap limits are set, `Launcher.ts`), the only place that
+ * reads `process.env` and `process.argv` and assembles the whole graph.
+ *
+ * Only the command line is loaded up front: the configuration loader, the server (`Serve.ts`) and
+ * the certificate writer are `import()`ed by the command that needs them, so `svc --help` costs
+ * what parsing the command line costs (docs/performance.md "Start-up and CLI").
  */
-import { NodeRuntime, NodeServices } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Cause, Console, Effect, Exit, Layer, Logger, Option, References, Runtime } from "effect"
 import { Command, Flag } from "effect/cli"
 import { allServiceIds, type ServiceId } from "@svc/domain/Auth"
-import { type ConfigError, loadConfig } from "./config/ConfigLoader.ts"
+import type { ConfigError } from "./config/ConfigLoader.ts"
 import type { ResolvedConfig } from "./config/SvcConfig.ts"
 import { shutdownGraceMs } from "./config/Durations.ts"
-import { writeCertificates } from "./crypto/DevCertificates.ts"
-import { runMigrations, serve } from "./Serve.ts"
-import { stderrLogger } from "./telemetry/Logging.ts"
 import { version } from "./config/Version.ts"
+
+/** The server, loaded by `serve` only (`migrate` loads `Migrate.ts`). */
+const server = Effect.promise(() => import("./Serve.ts"))
 
 const configFlag = Flag.String("config").pipe(
   Flag.withDescription(
@@ -35,13 +40,18 @@ const describe = (error: unknown): string => {
  * Logs go to stderr (spec 8.3), as text or one JSON object per line, stamped with `trace_id` and
  * `span_id` under a recording span; stdout is for the banner.
  */
-const loggerLayer = (format: "text" | "json") =>
-  Layer.mergeAll(Logger.layer([stderrLogger(format)]), Layer.succeed(Logger.LogToStderr, true))
+const loggerLayer = (
+  stderrLogger: (format: "text" | "json") => Logger.Logger<unknown, void>,
+  format: "text" | "json"
+) => Layer.mergeAll(Logger.layer([stderrLogger(format)]), Layer.succeed(Logger.LogToStderr, true))
 
 const logLevels = { trace: "Trace", debug: "Debug", info: "Info", warn: "Warn", error: "Error" } as const
 
 const withConfig = <A, E, R>(path: Option.Option<string>, f: (config: ResolvedConfig) => Effect.Effect<A, E, R>) =>
-  loadConfig({ configPath: Option.getOrUndefined(path), cwd: process.cwd(), env: process.env }).pipe(
+  Effect.promise(() => import("./config/ConfigLoader.ts")).pipe(
+    Effect.flatMap(({ loadConfig }) =>
+      loadConfig({ configPath: Option.getOrUndefined(path), cwd: process.cwd(), env: process.env })
+    ),
     Effect.matchEffect({
       onFailure: (error: ConfigError) =>
         Console.error(`svc: ${error.message}`).pipe(
@@ -54,7 +64,12 @@ const withConfig = <A, E, R>(path: Option.Option<string>, f: (config: ResolvedCo
       onSuccess: (config) =>
         f(config).pipe(
           Effect.provideService(References.MinimumLogLevel, logLevels[config.log.level]),
-          Effect.provide(loggerLayer(config.log.format)),
+          Effect.provide(
+            Effect.promise(() => import("./telemetry/Logging.ts")).pipe(
+              Effect.map(({ stderrLogger }) => loggerLayer(stderrLogger, config.log.format)),
+              Layer.unwrap
+            )
+          ),
           Effect.asVoid,
           // A startup failure (schema behind, store unreachable, unusable key, port in use) is one line and exit 1.
           Effect.catch((error) =>
@@ -104,13 +119,20 @@ const serveCommand = Command.make(
     withConfig(config, (resolved) =>
       Effect.andThen(
         armShutdownDeadline(resolved),
-        serve(resolved, service.length === 0 ? allServiceIds : [...new Set<ServiceId>(service)], { migrate })
+        Effect.flatMap(server, ({ serve }) =>
+          serve(resolved, service.length === 0 ? allServiceIds : [...new Set<ServiceId>(service)], { migrate })
+        )
       )
     )
 ).pipe(Command.withDescription("Run the services until SIGINT or SIGTERM, then shut down gracefully"))
 
 const migrateCommand = Command.make("migrate", { config: configFlag }, ({ config }) =>
-  withConfig(config, runMigrations)
+  withConfig(config, (resolved) =>
+    Effect.flatMap(
+      Effect.promise(() => import("./Migrate.ts")),
+      ({ runMigrations }) => runMigrations(resolved)
+    )
+  )
 ).pipe(Command.withDescription("Apply pending migrations to the main and app-metrics databases, then exit"))
 
 const certsCommand = Command.make(
@@ -123,7 +145,8 @@ const certsCommand = Command.make(
     )
   },
   ({ out, host }) =>
-    writeCertificates(out, host).pipe(
+    Effect.promise(() => import("./crypto/DevCertificates.ts")).pipe(
+      Effect.flatMap(({ writeCertificates }) => writeCertificates(out, host)),
       Effect.flatMap((paths) =>
         Console.log(
           [

@@ -5,14 +5,14 @@
  * Preact's versions) have not changed since its last build is kept, so `npm start` and each test
  * run only pay for a build after an edit. `--force` rebuilds anyway.
  *
- * Run by `npm run build:ui` (which `npm start` runs first) and by the test run's global setup.
+ * Run by `npm run build:ui`, by `scripts/build.ts` (which `npm start` and `npm run build` run) and by
+ * the test run's global setup.
  */
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import { createRequire } from "node:module"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
-import { build } from "vite"
 
 const uiDir = path.dirname(fileURLToPath(import.meta.url))
 const distDir = path.join(uiDir, "dist")
@@ -54,6 +54,8 @@ const upToDate = (app: App, hash: string): boolean => {
 const buildApp = async (app: App, hash: string): Promise<void> => {
   // Built beside the live folder, then swapped in: a running svc never reads a half-written bundle.
   const staging = path.join(distDir, `.staging-${app}-${process.pid}`)
+  // Vite is loaded only when a bundle is stale: an up-to-date check costs a hash of the folder
+  const { build } = await import("vite")
   await build({
     configFile: false,
     root: path.join(uiDir, app),

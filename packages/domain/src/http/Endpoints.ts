@@ -1,15 +1,14 @@
 /** Shared pieces of the resource endpoint declarations: errors, list queries, permissions. */
 import { Schema } from "effect"
 import { BadRequest, Conflict, Forbidden, NotFound } from "../Errors.ts"
-import { Limit, NamespaceFilterParam, OrderParam } from "../Resource.ts"
+import { Limit, NamespaceFilterParam, OrderParam, orderFields } from "../Resource.ts"
 import { LabelSelector } from "../Selector.ts"
 import { RequiredPermission } from "./Security.ts"
 
 /** The errors every resource endpoint may answer (authentication adds 401/403/503). */
 export const resourceErrors = [BadRequest, Forbidden, NotFound, Conflict] as const
 
-/** Sort fields every list accepts. */
-export const orderFields = ["createdAt", "updatedAt", "name", "id"] as const
+export { orderFields }
 
 /** Query fields of every resource list (API-CONVENTIONS "Lists"). */
 export const listQuery = {

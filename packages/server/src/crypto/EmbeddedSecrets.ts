@@ -8,7 +8,6 @@ import { exportPKCS8, exportSPKI, generateKeyPair } from "jose"
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
-import { generate as generateCertificate } from "selfsigned"
 
 const fileExists = (file: string) =>
   Effect.promise(() =>
@@ -46,6 +45,8 @@ export const ensureSelfSignedCertificate = Effect.fn("EmbeddedSecrets.ensureSelf
   if ((yield* fileExists(paths.certPath)) && (yield* fileExists(paths.keyPath))) return false
   const notBeforeDate = new Date()
   const notAfterDate = new Date(notBeforeDate.getTime() + 825 * 24 * 3600 * 1000)
+  // selfsigned (and its X.509 stack) is loaded only when a certificate is made: the first start
+  const { generate: generateCertificate } = yield* Effect.promise(() => import("selfsigned"))
   const pems = yield* Effect.promise(() =>
     generateCertificate([{ name: "commonName", value: "localhost" }], {
       keySize: 2048,

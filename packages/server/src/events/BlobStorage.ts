@@ -5,15 +5,7 @@
  * provider, so none can escape its root; errors name the provider, the operation and an error
  * code, never a key's content, a credential or a payload.
  */
-import {
-  DeleteObjectCommand,
-  GetObjectCommand,
-  NoSuchKey,
-  PutObjectCommand,
-  S3Client,
-  S3ServiceException
-} from "@aws-sdk/client-s3"
-import { Context, Duration, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { Context, type Duration, Effect, Layer, Option, type Redacted, Schema } from "effect"
 import { createHash, randomBytes } from "node:crypto"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
@@ -31,7 +23,7 @@ export class BlobStorageError extends Schema.TaggedError<BlobStorageError>()("Bl
 }
 
 type Provider = BlobStorageError["provider"]
-type Operation = BlobStorageError["operation"]
+export type Operation = BlobStorageError["operation"]
 
 /** Longest key accepted: keeps every filesystem name under NAME_MAX (255) with room for the temp suffix. */
 export const maxKeyLength = 200
@@ -45,7 +37,11 @@ const segmentPattern = /^[A-Za-z0-9][A-Za-z0-9._-]*$/
 export const isValidKey = (key: string): boolean =>
   key.length > 0 && key.length <= maxKeyLength && key.split("/").every((segment) => segmentPattern.test(segment))
 
-const checkKey = (provider: Provider, operation: Operation, key: string): Effect.Effect<void, BlobStorageError> =>
+export const checkKey = (
+  provider: Provider,
+  operation: Operation,
+  key: string
+): Effect.Effect<void, BlobStorageError> =>
   isValidKey(key) ? Effect.void : Effect.fail(new BlobStorageError({ provider, operation, reason: "invalid key" }))
 
 /** Stores and reads opaque blobs by key. */
@@ -66,16 +62,23 @@ export class BlobStorage extends Context.Service<
   /** In-process store (tests); copies bytes in and out. */
   static readonly layerMemory: Layer.Layer<BlobStorage> = Layer.sync(BlobStorage, () => makeMemory())
 
-  /** An S3-compatible object store; the client is destroyed with the layer. */
+  /**
+   * An S3-compatible object store; the client is destroyed with the layer. The AWS SDK
+   * (`BlobStorageS3.ts`) is loaded only when this layer is built: other providers never load it.
+   */
   static readonly layerS3 = (options: S3StorageOptions): Layer.Layer<BlobStorage> =>
     Layer.effect(
       BlobStorage,
-      Effect.map(
-        Effect.acquireRelease(
-          Effect.sync(() => makeS3Client(options)),
-          (client) => Effect.sync(() => client.destroy())
-        ),
-        (client) => makeS3(client, options)
+      Effect.flatMap(
+        Effect.promise(() => import("./BlobStorageS3.ts")),
+        ({ makeS3Client, makeS3 }) =>
+          Effect.map(
+            Effect.acquireRelease(
+              Effect.sync(() => makeS3Client(options)),
+              (client) => Effect.sync(() => client.destroy())
+            ),
+            (client) => makeS3(client, options)
+          )
       )
     )
 
@@ -125,11 +128,7 @@ export interface S3StorageOptions {
   readonly timeout?: Duration.Input | undefined
 }
 
-const errorCode = (e: unknown): string => {
-  if (e instanceof S3ServiceException) {
-    const status = e.$metadata.httpStatusCode
-    return status === undefined ? e.name : `${e.name} (HTTP ${status})`
-  }
+export const errorCode = (e: unknown): string => {
   if (typeof e === "object" && e !== null && "code" in e && typeof e.code === "string") return e.code
   return e instanceof Error ? e.name : "unknown error"
 }
@@ -216,79 +215,6 @@ const makeFilesystem = (root: string): BlobStorage["Service"] => {
     remove: (key) =>
       Effect.flatMap(locate("remove", key), (file) =>
         attempt("remove", () => fs.rm(file, { force: true }).then(() => undefined))
-      )
-  })
-}
-
-const makeS3Client = (options: S3StorageOptions): S3Client =>
-  new S3Client({
-    ...(options.endpoint !== undefined ? { endpoint: options.endpoint } : {}),
-    ...(options.region !== undefined
-      ? { region: options.region }
-      : options.endpoint !== undefined
-        ? { region: "us-east-1" }
-        : {}),
-    forcePathStyle: options.forcePathStyle ?? false,
-    // Only the checksums S3 requires: several S3-compatible stores reject the newer default ones.
-    requestChecksumCalculation: "WHEN_REQUIRED",
-    responseChecksumValidation: "WHEN_REQUIRED",
-    ...(options.credentials !== undefined
-      ? {
-          credentials: {
-            accessKeyId: options.credentials.accessKeyId,
-            secretAccessKey: Redacted.value(options.credentials.secretAccessKey),
-            ...(options.credentials.sessionToken !== undefined
-              ? { sessionToken: Redacted.value(options.credentials.sessionToken) }
-              : {})
-          }
-        }
-      : {})
-  })
-
-const makeS3 = (client: S3Client, options: S3StorageOptions): BlobStorage["Service"] => {
-  const rawPrefix = options.prefix ?? ""
-  const prefix = rawPrefix === "" || rawPrefix.endsWith("/") ? rawPrefix : `${rawPrefix}/`
-  const timeout = options.timeout ?? Duration.seconds(30)
-  const bucket = options.bucket
-  const attempt = <A>(operation: Operation, key: string, run: (signal: AbortSignal) => Promise<A>) =>
-    Effect.andThen(
-      checkKey("s3", operation, key),
-      Effect.tryPromise({
-        try: run,
-        catch: (e) => new BlobStorageError({ provider: "s3", operation, reason: errorCode(e) })
-      }).pipe(
-        Effect.timeoutOrElse({
-          duration: timeout,
-          orElse: () => Effect.fail(new BlobStorageError({ provider: "s3", operation, reason: "timed out" }))
-        })
-      )
-    )
-
-  return BlobStorage.of({
-    put: (key, bytes) =>
-      attempt("put", key, (abortSignal) =>
-        client
-          .send(new PutObjectCommand({ Bucket: bucket, Key: `${prefix}${key}`, Body: bytes }), { abortSignal })
-          .then(() => undefined)
-      ),
-    get: (key) =>
-      attempt("get", key, async (abortSignal) => {
-        try {
-          const response = await client.send(new GetObjectCommand({ Bucket: bucket, Key: `${prefix}${key}` }), {
-            abortSignal
-          })
-          if (response.Body === undefined) return Option.some(new Uint8Array(0))
-          return Option.some(await response.Body.transformToByteArray())
-        } catch (e) {
-          if (e instanceof NoSuchKey) return Option.none<Uint8Array>()
-          throw e
-        }
-      }),
-    remove: (key) =>
-      attempt("remove", key, (abortSignal) =>
-        client
-          .send(new DeleteObjectCommand({ Bucket: bucket, Key: `${prefix}${key}` }), { abortSignal })
-          .then(() => undefined)
       )
   })
 }

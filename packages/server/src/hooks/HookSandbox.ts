@@ -210,7 +210,7 @@ export class HookSandbox extends Context.Service<
     readonly run: (input: HookRun) => Effect.Effect<HookResult, HookFailed>
   }
 >()("@svc/server/HookSandbox") {
-  /** A pool of workers started with the layer and terminated when its scope closes. */
+  /** A pool of workers, each started at first use, terminated when the layer's scope closes. */
   static readonly layer = (options: HookSandboxOptions = {}): Layer.Layer<HookSandbox> =>
     Layer.effect(
       HookSandbox,
@@ -235,31 +235,30 @@ export class HookSandbox extends Context.Service<
           all.delete(slot)
           void slot.worker.terminate().catch(() => undefined)
         }
-        yield* Effect.acquireRelease(
-          Effect.sync(() => {
-            for (let i = 0; i < poolSize; i++) add()
-          }),
-          () =>
-            Effect.promise(() => Promise.all([...all].map((slot) => slot.worker.terminate().catch(() => 0)))).pipe(
-              Effect.andThen(Effect.sync(() => all.clear()))
-            )
+        // Workers start at first use (a process that never migrates a connection never starts
+        // QuickJS), at most `poolSize` of them: the permits below bound the slots in use.
+        const take = (): Slot => {
+          if (idle.length === 0) add()
+          return idle.shift()!
+        }
+        yield* Effect.acquireRelease(Effect.void, () =>
+          Effect.promise(() => Promise.all([...all].map((slot) => slot.worker.terminate().catch(() => 0)))).pipe(
+            Effect.andThen(Effect.sync(() => all.clear()))
+          )
         )
         const permits = yield* Semaphore.make(poolSize)
         let nextId = 0
 
-        // Holds one permit, so an idle slot always exists; a broken slot is replaced on release.
+        // Holds one permit, so a slot is idle or may be started; a broken slot is replaced on release.
         const withSlot = <A, E>(use: (slot: Slot) => Effect.Effect<A, E>) =>
           permits.withPermits(1)(
-            Effect.acquireUseRelease(
-              Effect.sync(() => idle.shift()!),
-              use,
-              (slot, exit) =>
-                Effect.sync(() => {
-                  if (slot.broken || Exit.hasInterrupts(exit)) {
-                    retire(slot)
-                    add()
-                  } else idle.push(slot)
-                })
+            Effect.acquireUseRelease(Effect.sync(take), use, (slot, exit) =>
+              Effect.sync(() => {
+                if (slot.broken || Exit.hasInterrupts(exit)) {
+                  retire(slot)
+                  add()
+                } else idle.push(slot)
+              })
             )
           )
 

@@ -7,7 +7,7 @@
  */
 import type { ErrorDetail } from "@svc/domain/Errors"
 import { Context, Effect, Layer, Predicate } from "effect"
-import { newQuickJSWASMModule, type QuickJSWASMModule } from "quickjs-emscripten"
+import type { QuickJSWASMModule } from "quickjs-emscripten"
 
 /** The hook sources of a definition. */
 export interface HookSources {
@@ -76,7 +76,8 @@ const compile = (module: QuickJSWASMModule, source: string, lineOffset: number, 
   }
 }
 
-const loadModule = Effect.promise(() => newQuickJSWASMModule())
+/** QuickJS (its package and WebAssembly) is loaded at the first hook checked, not at start-up. */
+const loadModule = Effect.promise(() => import("quickjs-emscripten").then((quickjs) => quickjs.newQuickJSWASMModule()))
 
 /** Compiles connector hooks without running them and reports syntax errors by field. */
 export class HookSyntax extends Context.Service<
@@ -93,9 +94,10 @@ export class HookSyntax extends Context.Service<
   static readonly layer: Layer.Layer<HookSyntax> = Layer.effect(
     HookSyntax,
     Effect.gen(function* () {
-      let module = yield* loadModule
+      let module: QuickJSWASMModule | undefined
 
       const run = Effect.fnUntraced(function* (code: string, wrap: (code: string) => string, lineOffset: number) {
+        if (module === undefined) module = yield* loadModule
         const outcome = compile(module, wrap(code), lineOffset, code.split("\n").length)
         if (outcome._tag !== "HostFailure") return outcome
         module = yield* loadModule

@@ -94,7 +94,7 @@ const routes = (service: ServiceId) => {
             ).pipe(Layer.provide(AuthenticationLive))
           ])
         ),
-        SwaggerRoute.layer(swaggerDocuments().api),
+        SwaggerRoute.layer(() => swaggerDocuments().api),
         DocsRoute.layer(ApiV1)
       )
     case "admin-api":
@@ -114,7 +114,7 @@ const routes = (service: ServiceId) => {
             ).pipe(Layer.provide(AdminUiAuthenticationLive))
           ])
         ),
-        SwaggerRoute.layer(swaggerDocuments()["admin-api"]),
+        SwaggerRoute.layer(() => swaggerDocuments()["admin-api"]),
         DocsRoute.layer(AdminApiV1),
         AdminUiRoutes
       ).pipe(Layer.provide(AdminUiSessions.layer))

@@ -16,7 +16,6 @@ import { OtlpExporter, OtlpSerialization } from "effect/observability"
 import type { ResolvedConfig } from "../config/SvcConfig.ts"
 import type { ResolvedTelemetry } from "../config/TelemetryConfig.ts"
 import { version } from "../config/Version.ts"
-import * as GrpcForwarder from "./GrpcForwarder.ts"
 import { accessLogWriter, type Inbound, inboundSpanOf, makeInbound, type RouteTemplate } from "./Inbound.ts"
 import { otlpLogger } from "./Logging.ts"
 import { MetricStore, otlpSnapshotter, prometheusText } from "./MetricStore.ts"
@@ -59,10 +58,16 @@ export const resource = (settings: ResolvedTelemetry, services: ReadonlyArray<st
 
 const scope = { name: "svc", version }
 
-/** The HttpClient the exporters post with: gRPC forwarding or fetch. */
+/** The HttpClient the exporters post with: gRPC forwarding (gRPC loaded only then) or fetch. */
 const transport = (settings: ResolvedTelemetry): Layer.Layer<HttpClient.HttpClient> =>
   settings.protocol === "grpc"
-    ? GrpcForwarder.layer({ endpoint: settings.endpoint, insecure: settings.insecure, headers: settings.headers })
+    ? Layer.unwrap(
+        Effect.promise(() => import("./GrpcForwarder.ts")).pipe(
+          Effect.map((GrpcForwarder) =>
+            GrpcForwarder.layer({ endpoint: settings.endpoint, insecure: settings.insecure, headers: settings.headers })
+          )
+        )
+      )
     : FetchHttpClient.layer
 
 /** The base URL of http/protobuf exports (a bare `host:port` gets a scheme from `insecure`). */
