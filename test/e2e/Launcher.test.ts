@@ -9,7 +9,16 @@ import * as fs from "node:fs"
 import * as net from "node:net"
 import { afterAll, describe, expect, it } from "vitest"
 import { heapFlags, memoryLimit } from "../../packages/server/src/Launcher.ts"
-import { freePorts, portEnv, type RunningSvc, runSvc, startSvc, tempDir, waitForHttp } from "../support/SvcProcess.ts"
+import {
+  freePorts,
+  portEnv,
+  type RunningSvc,
+  runSvc,
+  startSvc,
+  svcMain,
+  tempDir,
+  waitForHttp
+} from "../support/SvcProcess.ts"
 
 const started: Array<RunningSvc> = []
 const dirs: Array<string> = []
@@ -49,7 +58,7 @@ describe("the launcher", () => {
     const flags = heapFlags(memoryLimit().bytes)
     const args = cmdline(pid)
     for (const flag of flags) expect(args).toContain(flag)
-    expect(args.filter((arg) => arg.endsWith("main.ts"))).toHaveLength(1)
+    expect(args.filter((arg) => arg === svcMain)).toHaveLength(1)
     expect(await first.stop("SIGTERM")).toBe(0)
     expect(first.output()).not.toContain("Error")
 
