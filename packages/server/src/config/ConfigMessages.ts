@@ -133,57 +133,47 @@ interface Located {
   readonly message: string
 }
 
-const walk = (issue: SchemaIssue.Issue, path: ReadonlyArray<PropertyKey>, out: Array<Located>): void => {
+const walk = (issue: SchemaIssue.Issue, path: ReadonlyArray<PropertyKey>): ReadonlyArray<Located> => {
   switch (issue._tag) {
     case "Pointer":
-      return walk(issue.issue, [...path, ...issue.path], out)
+      return walk(issue.issue, [...path, ...issue.path])
     case "Encoding":
-      return walk(issue.issue, path, out)
+      return walk(issue.issue, path)
     case "Composite":
-      for (const inner of issue.issues) walk(inner, path, out)
-      return
+      return issue.issues.flatMap((inner) => walk(inner, path))
     case "AnyOf":
-      if (issue.issues.length > 0) {
-        for (const inner of issue.issues) walk(inner, path, out)
-        return
-      }
-      out.push({ path, message: mismatch(issue.ast, issue.input) })
-      return
+      return issue.issues.length > 0
+        ? issue.issues.flatMap((inner) => walk(inner, path))
+        : [{ path, message: mismatch(issue.ast, issue.input) }]
     case "Filter": {
       const message = filterMessage(issue)
-      if (message === undefined) return walk(issue.issue, path, out)
-      out.push({ path, message })
-      return
+      return message === undefined ? walk(issue.issue, path) : [{ path, message }]
     }
     case "InvalidType":
-      out.push({ path, message: mismatch(issue.ast, issue.input) })
-      return
+      return [{ path, message: mismatch(issue.ast, issue.input) }]
     case "InvalidValue": {
       const message = issue.annotations?.message
       const expected = issue.annotations?.expected
-      out.push({
-        path,
-        message:
-          typeof message === "string"
-            ? message
-            : typeof expected === "string"
-              ? `expected ${expected}`
-              : "Invalid value"
-      })
-      return
+      return [
+        {
+          path,
+          message:
+            typeof message === "string"
+              ? message
+              : typeof expected === "string"
+                ? `expected ${expected}`
+                : "Invalid value"
+        }
+      ]
     }
     case "MissingKey":
-      out.push({ path, message: "Missing key" })
-      return
+      return [{ path, message: "Missing key" }]
     case "UnexpectedKey":
-      out.push({ path, message: unexpectedKey(path, issue.ast) })
-      return
+      return [{ path, message: unexpectedKey(path, issue.ast) }]
     case "Forbidden":
-      out.push({ path, message: "Forbidden value" })
-      return
+      return [{ path, message: "Forbidden value" }]
     case "OneOf":
-      out.push({ path, message: "matches more than one allowed shape" })
-      return
+      return [{ path, message: "matches more than one allowed shape" }]
   }
 }
 
@@ -210,7 +200,5 @@ export const withEnvSource = (problem: string, sources: EnvSources): string => {
 
 /** One `key: message` line per decoding problem; the input's values never appear, only their kind. */
 export const decodeProblems = (issue: SchemaIssue.Issue, sources: EnvSources): ReadonlyArray<string> => {
-  const out: Array<Located> = []
-  walk(issue, [], out)
-  return out.map((l) => withEnvSource(`${formatPath(l.path)}: ${l.message}`, sources))
+  return walk(issue, []).map((l) => withEnvSource(`${formatPath(l.path)}: ${l.message}`, sources))
 }
