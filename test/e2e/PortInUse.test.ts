@@ -1,11 +1,14 @@
 /**
  * A port another process holds: `svc serve` exits 1 with one line naming the key to change and its
- * environment variable, for a service listener and for the Prometheus scrape listener.
+ * environment variable, for a service listener, the Prometheus scrape listener and (on
+ * PostgreSQL, with a private Redis) a worker's cluster runner socket.
  */
 import * as fs from "node:fs/promises"
 import * as net from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { freePort, runSvc, tempDir } from "../support/SvcProcess.ts"
+import { type ProductionWorkspace, productionWorkspace } from "../support/ProductionWorkspace.ts"
+import { type RedisServer, startRedisServer } from "../support/RedisServer.ts"
+import { freePort, freePorts, portEnv, runSvc, tempDir } from "../support/SvcProcess.ts"
 
 const occupy = (port: number) =>
   new Promise<net.Server>((resolve, reject) => {
@@ -58,4 +61,34 @@ describe("a port in use", () => {
       `svc: telemetry.prometheus.port: ${port} is in use (EADDRINUSE); set telemetry.prometheus.port or SVC__telemetry__prometheus__port`
     ])
   }, 120_000)
+
+  describe("on PostgreSQL", () => {
+    let workspace: ProductionWorkspace | undefined
+    let redis: RedisServer | undefined
+
+    beforeAll(async () => {
+      workspace = await productionWorkspace("svc-e2e-inuse-pg-")
+      redis = await startRedisServer()
+      await workspace.writeConfig()
+    }, 60_000)
+
+    afterAll(async () => {
+      await redis?.stop()
+      await workspace?.close()
+    })
+
+    it("a worker's runner port: the line names cluster.runner.port", async () => {
+      const ports = await freePorts()
+      held.push(await occupy(ports.runner))
+      const result = await runSvc(["serve", "--service", "worker", "--migrate"], {
+        cwd: workspace?.dir ?? "",
+        env: { ...portEnv(ports), SVC__counter_store__url: redis?.url ?? "" },
+        timeoutMs: 90_000
+      })
+      expect(result.code, result.output).toBe(1)
+      expect(svcLines(result.output)).toEqual([
+        `svc: cluster.runner.port: ${ports.runner} is in use (EADDRINUSE); set cluster.runner.port or SVC__cluster__runner__port`
+      ])
+    }, 120_000)
+  })
 })
