@@ -408,6 +408,17 @@ describe("cli configuration and errors", () => {
     expect(JSON.parse(verified.stdout)).toMatchObject({ header: { alg: "RS256" }, claims: { sub: "admin" } })
   })
 
+  it("sign-jwt --actorId for an actor that does not exist: the 401 says how to create it", async () => {
+    const signed = await cli(["sign-jwt", "--actorId", "ops", "--apis", "api"], { api: false })
+    expect(signed.code, signed.stderr).toBe(0)
+    const response = await svc.call("GET", "/api/v1/auth/whoami", { token: signed.stdout.trim() })
+    expect(response.status).toBe(401)
+    expect(response.body).toEqual({
+      error: "the token names an unknown actor: create it (POST /api/v1/actors) or list it in system_auth.actors",
+      code: "unknown_actor"
+    })
+  })
+
   it("without a key anywhere: one line naming every way to give one, exit 1", async () => {
     const out = await cli(["list", "connectors"], { cwd: home })
     expect(out.code).toBe(1)

@@ -50,6 +50,33 @@ describe("embedded default", () => {
     await fs.rm(dir, { recursive: true, force: true })
   })
 
+  it("prints the banner the README and docs/configuration.md show (with this run's ports)", async () => {
+    // The banner follows the listeners by a moment: wait for its last line.
+    const deadline = Date.now() + 15_000
+    while (!svc.output().includes("sign-jwt --admin --privateKeyPath") && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 100))
+    }
+    const lines = svc.output().split("\n")
+    const start = lines.findIndex((l) => / ready \(embedded default; /.test(l))
+    const end = lines.findIndex((l, i) => i > start && l.includes("sign-jwt --admin --privateKeyPath"))
+    expect(start, svc.output()).toBeGreaterThanOrEqual(0)
+    const printed = lines.slice(start, end + 1).join("\n")
+    const repo = path.join(import.meta.dirname, "../..")
+    for (const doc of ["README.md", "docs/configuration.md"]) {
+      const text = await fs.readFile(path.join(repo, doc), "utf8")
+      const sample = /```\n(svc \S+ ready \(embedded default;[\s\S]*?)\n```/.exec(text)?.[1]
+      expect(sample, `${doc} has no banner sample`).toBeDefined()
+      const withPorts = (sample ?? "")
+        .replaceAll(":8081", `:${ports.api}`)
+        .replaceAll(":8082", `:${ports.adminApi}`)
+        .replaceAll(":8080", `:${ports.public}`)
+        .replaceAll(":8083", `:${ports.worker}`)
+      expect(printed.replace(/^svc \S+ ready/, "svc <version> ready"), doc).toBe(
+        withPorts.replace(/^svc \S+ ready/, "svc <version> ready")
+      )
+    }
+  })
+
   it("answers /ping and /healthz on every service", async () => {
     for (const port of [ports.api, ports.public, ports.worker]) {
       const ping = await fetch(`http://127.0.0.1:${port}/ping`)

@@ -102,7 +102,7 @@ describe("production configuration (PostgreSQL, Redis, HS256)", () => {
     await fs.writeFile(path.join(dir, "bad.yaml"), "database: { provider: postgres }\napi: { port: high }\n")
     const result = await runSvc(["serve", "--config", "bad.yaml"], { cwd: dir, env: {} })
     expect(result.code).toBe(2)
-    expect(result.output).toContain("api.port: Invalid type")
+    expect(result.output).toContain("api.port: expected an integer between 0 and 65535, got a string")
     await fs.writeFile(path.join(dir, "bad.yaml"), "database: { provider: postgres }\n")
     const crossKey = await runSvc(["migrate", "--config", "bad.yaml"], { cwd: dir, env: {} })
     expect(crossKey.code).toBe(2)

@@ -210,6 +210,24 @@ for (const start of [startGrpcReceiver, startHttpReceiver]) {
         trace_id: inboundTrace
       })
       expect(String(line?.actor_id)).toMatch(/^act_/)
+      // A remembered caller's `_proxy_raw` takes the fast path (the router never sees it): its line
+      // names the same actor, and so does a fast envelope call.
+      for (let i = 0; i < 3; i++) {
+        const again = await raw(silent, "/ok/fast", { "x-request-id": `req-fast.${i}` })
+        expect(again.status).toBe(200)
+        await again.text()
+      }
+      const fast = await eventually(
+        async () =>
+          svc
+            .output()
+            .split("\n")
+            .filter((l) => l.startsWith("{") && l.includes('"message":"access"') && l.includes('"req-fast.'))
+            .map((l) => JSON.parse(l) as Record<string, unknown>),
+        (lines) => lines.length === 3,
+        10_000
+      )
+      for (const l of fast) expect(l.actor_id).toBe(line?.actor_id)
       // log.format json: the process's own log records are JSON objects too.
       const records = svc
         .output()
@@ -219,6 +237,9 @@ for (const start of [startGrpcReceiver, startHttpReceiver]) {
       expect(records.some((r) => r.level === "WARN" && String(r.message).includes("development JWT signing key"))).toBe(
         true
       )
+      // Every record of `svc serve` names the services this process runs.
+      expect(records.length).toBeGreaterThan(0)
+      for (const r of records) expect(r.service).toBe("api,admin-api,public,worker")
     })
 
     it("exports no planted credential and no token, in any byte", async () => {

@@ -21,16 +21,25 @@ import * as RateLimiting from "./ratelimit/RateLimiting.ts"
 import { ActorDirectory } from "./resources/ActorDirectory.ts"
 import * as Stores from "./stores/Stores.ts"
 import * as TelemetryLayer from "./telemetry/TelemetryLayer.ts"
+import { LogService } from "./telemetry/Logging.ts"
 import { printBanner, writeAdminToken } from "./StartupBanner.ts"
 import { warnPoolerWithoutDirectUrl } from "./Migrate.ts"
 import * as Membership from "./worker/Membership.ts"
 import * as Worker from "./worker/Worker.ts"
 
-/** A transaction-mode pooler without `direct_url` cannot hold the shard locks or the migration lock. */
-/** Runs the selected services until interrupted (SIGINT/SIGTERM), then shuts down gracefully. */
+/**
+ * Runs the selected services until interrupted (SIGINT/SIGTERM), then shuts down gracefully; every
+ * JSON log record of the process names them (`service`).
+ */
+export const serve = (
+  config: ResolvedConfig,
+  services: ReadonlyArray<ServiceId>,
+  options: { readonly migrate: boolean }
+) => serveServices(config, services, options).pipe(Effect.provideService(LogService, services.join(",")))
+
 // Untraced: the layers are built here, and a span of this call would be the parent of every span
 // the built services start (their captured context), instead of the request's.
-export const serve = Effect.fnUntraced(function* (
+const serveServices = Effect.fnUntraced(function* (
   config: ResolvedConfig,
   services: ReadonlyArray<ServiceId>,
   options: { readonly migrate: boolean }

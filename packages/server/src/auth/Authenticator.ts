@@ -55,7 +55,10 @@ export class Authenticator extends Context.Service<
         const claims = verified.claims
         const found = yield* directory.findByExternalId(claims.sub)
         if (Option.isNone(found)) {
-          return yield* new Unauthorized({ error: "the token names an unknown actor", code: "unknown_actor" })
+          return yield* new Unauthorized({
+            error: "the token names an unknown actor: create it (POST /api/v1/actors) or list it in system_auth.actors",
+            code: "unknown_actor"
+          })
         }
         const authenticated: AuthenticatedActor = {
           ...found.value,

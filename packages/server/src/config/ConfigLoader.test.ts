@@ -171,7 +171,7 @@ describe("ConfigLoader", () => {
           "encryption.reencrypt_poll_interval: must be at least 50ms"
         ])
         assert.deepStrictEqual(yield* problems("probes: { poll_interval: 1ms, max_concurrency: 257 }"), [
-          "probes.max_concurrency: Expected a value between 1 and 256"
+          "probes.max_concurrency: expected a value between 1 and 256"
         ])
         assert.deepStrictEqual(yield* problems("probes: { poll_interval: 1ms }"), [
           "probes.poll_interval: must be at least 50ms"
@@ -345,7 +345,7 @@ describe("ConfigLoader", () => {
             [problem]
           )
           assert.deepStrictEqual(problemsOf(yield* load("", { SVC__cluster__runner__host: "10.0.0.7" })), [
-            problem.replace("0.0.0.0", "10.0.0.7")
+            `${problem.replace("0.0.0.0", "10.0.0.7")} (set by SVC__cluster__runner__host)`
           ])
           for (const host of ["127.0.0.1", "127.0.0.2", "localhost", "::1"]) {
             const loopback = yield* load("", { SVC__cluster__runner__host: host })
@@ -396,7 +396,9 @@ describe("ConfigLoader", () => {
               SVC__cluster__shard_lock_refresh_interval: "5s",
               SVC__cluster__shard_lock_expiration: "10s"
             }),
-            ["cluster.shard_lock_expiration: must be at least 3 times cluster.shard_lock_refresh_interval"]
+            [
+              "cluster.shard_lock_expiration: must be at least 3 times cluster.shard_lock_refresh_interval (set by SVC__cluster__shard_lock_expiration)"
+            ]
           )
         })
       )
@@ -421,9 +423,13 @@ describe("ConfigLoader", () => {
     withDir((dir) =>
       Effect.gen(function* () {
         const cases: ReadonlyArray<readonly [string, string]> = [
-          ["api: { port: 'eighty' }", "api.port: Invalid type"],
+          ["api: { port: 'eighty' }", "api.port: expected an integer between 0 and 65535, got a string"],
           ["api: { port: 70000 }", "api.port"],
-          ["databse: { provider: pglite }", "databse: Unexpected key"],
+          ["databse: { provider: pglite }", "databse: Unexpected key; did you mean `database`?"],
+          ["api: { prot: 9000 }", "api.prot: Unexpected key; did you mean `port`?"],
+          ["log: { level: loud }", 'log.level: expected one of "trace", "debug", "info", "warn", "error"'],
+          ["telemetry: { enabled: 1 }", "telemetry.enabled: expected true or false, got an integer"],
+          ["cluster: { zzz: 1 }", "cluster.zzz: Unexpected key; known keys here: runner, tls,"],
           ["database: { provider: mysql }", "database.provider"],
           ["database: { provider: postgres }", "database: provider postgres needs"],
           ["system_auth: { actors: [{ external_id: x }] }", "system_auth.actors[0].permissions: Missing key"],
@@ -465,6 +471,31 @@ describe("ConfigLoader", () => {
           )
           assert.isFalse(problems.join(" ").includes("hunter2"), "a configured secret leaked into the message")
         }
+      })
+    )
+  )
+
+  it.effect("a problem in a key an environment override set names the variable", () =>
+    withDir((dir) =>
+      Effect.gen(function* () {
+        const file = yield* write(dir, "svc.yaml", "api: { port: 9000 }\n")
+        const problems = (env: Record<string, string>) =>
+          Effect.map(Effect.exit(loadConfig({ configPath: file, cwd: dir, env })), problemsOf)
+        assert.deepStrictEqual(yield* problems({ SVC__api__port: "eighty" }), [
+          "api.port: expected an integer between 0 and 65535, got a string (set by SVC__api__port)"
+        ])
+        assert.deepStrictEqual(yield* problems({ SVC__API__port: "9100" }), [
+          "API: Unexpected key; did you mean `api`? (set by SVC__API__port)"
+        ])
+        // a rule checked after decoding (resolve) names the variable too; the file's key names none
+        assert.deepStrictEqual(yield* problems({ SVC__probes__poll_interval: "1ms", SVC__public__base_url: "x" }), [
+          "probes.poll_interval: must be at least 50ms (set by SVC__probes__poll_interval)",
+          "public.base_url: must be an absolute URL (set by SVC__public__base_url)"
+        ])
+        yield* write(dir, "svc.yaml", "api: { port: eighty }\n")
+        assert.deepStrictEqual(yield* problems({ SVC__admin_api__port: "9101" }), [
+          "api.port: expected an integer between 0 and 65535, got a string"
+        ])
       })
     )
   )

@@ -9,9 +9,9 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { parse as parseYaml, YAMLParseError } from "yaml"
 import { allServiceIds, type ServiceId } from "@svc/domain/Auth"
-import { issueDetails } from "@svc/domain/Errors"
 import { ConfigFile, type ConfiguredActor, type DatabaseConfig } from "./ConfigSchema.ts"
 import { resolveCluster } from "./ClusterConfig.ts"
+import { decodeProblems, type EnvSources, withEnvSource } from "./ConfigMessages.ts"
 import { resolveCounterStore } from "./CounterStoreConfig.ts"
 import {
   defaultDrainTimeoutMs,
@@ -97,13 +97,17 @@ const parseDocument = (source: string, text: string) =>
       })
   })
 
-/** Applies `SVC__a__b=value` overrides; values are read as YAML scalars (`8081`, `true`, `[a, b]`). */
+/**
+ * Applies `SVC__a__b=value` overrides; values are read as YAML scalars (`8081`, `true`, `[a, b]`).
+ * `sources` maps each overridden key (`a.b`) to its variable, for error messages.
+ */
 export const applyEnvOverrides = (
   doc: unknown,
   env: Readonly<Record<string, string | undefined>>
-): { readonly doc: unknown; readonly problems: ReadonlyArray<string> } => {
+): { readonly doc: unknown; readonly problems: ReadonlyArray<string>; readonly sources: EnvSources } => {
   const root: Record<string, unknown> = Predicate.isObject(doc) ? structuredClone(doc) : {}
   const problems: Array<string> = []
+  const sources = new Map<string, string>()
   for (const [name, raw] of Object.entries(env).sort(([a], [b]) => a.localeCompare(b))) {
     if (!name.startsWith(ENV_PREFIX) || raw === undefined) continue
     const keys = name.slice(ENV_PREFIX.length).split("__")
@@ -124,8 +128,9 @@ export const applyEnvOverrides = (
       node = node[key] as Record<string, unknown>
     }
     node[keys[keys.length - 1] as string] = value
+    sources.set(keys.join("."), name)
   }
-  return { doc: root, problems }
+  return { doc: root, problems, sources }
 }
 
 /** `database.ssl`: `true` or `{ca, cert?, key?}` requires verified TLS; absent or `false` follows the URL's `sslmode`. */
@@ -363,12 +368,17 @@ export const loadConfig = Effect.fn("ConfigLoader.loadConfig")(function* (option
   if (!Predicate.isObject(parsed)) {
     return yield* new ConfigError({ source, problems: ["(root): expected a mapping of keys to values"] })
   }
-  const { doc, problems } = applyEnvOverrides(parsed, options.env)
+  const { doc, problems, sources } = applyEnvOverrides(parsed, options.env)
   if (problems.length > 0) return yield* new ConfigError({ source, problems })
-  const file = yield* Schema.decodeUnknownEffect(ConfigFile)(doc, { onExcessProperty: "error", errors: "all" }).pipe(
-    Effect.mapError(
-      (e) => new ConfigError({ source, problems: issueDetails(e.issue).map((d) => `${d.field}: ${d.message}`) })
+  // `reportInput` lets a message say what kind of value was found; the value itself is never printed.
+  const file = yield* Schema.decodeUnknownEffect(ConfigFile)(doc, {
+    onExcessProperty: "error",
+    errors: "all",
+    reportInput: true
+  }).pipe(Effect.mapError((e) => new ConfigError({ source, problems: decodeProblems(e.issue, sources) })))
+  return yield* resolve(file, source, options.cwd, options.env).pipe(
+    Effect.mapError((e) =>
+      sources.size === 0 ? e : new ConfigError({ source, problems: e.problems.map((p) => withEnvSource(p, sources)) })
     )
   )
-  return yield* resolve(file, source, options.cwd, options.env)
 })

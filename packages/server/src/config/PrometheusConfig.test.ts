@@ -75,7 +75,7 @@ describe("telemetry.prometheus", () => {
         if (Exit.isFailure(clash)) {
           const reason = clash.cause.reasons.find((r) => r._tag === "Fail")
           assert.deepStrictEqual(reason?._tag === "Fail" ? reason.error.problems : [], [
-            "telemetry.prometheus.port: 8080 is also the port of public; /metrics gets a port of its own, never a service's"
+            "telemetry.prometheus.port: 8080 is also the port of public; /metrics gets a port of its own, never a service's (set by SVC__telemetry__prometheus__port)"
           ])
         }
         // Off, the port is not checked (nothing listens on it).

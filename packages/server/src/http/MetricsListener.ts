@@ -9,6 +9,7 @@
 import { Data, Effect, Layer } from "effect"
 import * as http from "node:http"
 import type { ResolvedConfig } from "../config/SvcConfig.ts"
+import { listenError } from "../config/ListenError.ts"
 import { TelemetryRuntime } from "../telemetry/TelemetryLayer.ts"
 import { ServerDrain } from "./ServerDrain.ts"
 
@@ -40,11 +41,7 @@ const listen = (server: http.Server, host: string, port: number) =>
   Effect.callback<number, MetricsListenError>((resume) => {
     const onError = (error: NodeJS.ErrnoException) =>
       resume(
-        Effect.fail(
-          new MetricsListenError({
-            message: `telemetry.prometheus: cannot listen on ${host}:${port}: ${error.code ?? error.message}`
-          })
-        )
+        Effect.fail(new MetricsListenError({ message: listenError("telemetry.prometheus", host, port, error).message }))
       )
     server.once("error", onError)
     server.listen(port, host, () => {

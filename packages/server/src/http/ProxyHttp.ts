@@ -18,6 +18,7 @@ import { IncomingMessage, type ServerResponse } from "node:http"
 import { ProxyRequest } from "@svc/domain/Proxy"
 import { jsonProblem } from "@svc/domain/StrictInput"
 import { DataPlane } from "../proxy/DataPlane.ts"
+import { noteInboundActor } from "../telemetry/Inbound.ts"
 import { ProxyCallers } from "../proxy/ProxyCallers.ts"
 import { CurrentService } from "./CurrentService.ts"
 import { withActor } from "./WithActor.ts"
@@ -177,14 +178,18 @@ export const installFastPath = (
     if (authorization === undefined) return false
     const actor = callers.lookup(service, authorization)
     if (actor === undefined) return false
+    // The access log names the caller (the router's bearer middleware does it on the slow path;
+    // a replayed envelope is a new message, so its original carries the actor).
     if (raw) {
       observe(request, response)
+      noteInboundActor(request, actor.id)
       return plane.tryFastRaw(actor, id, request, response)
     }
     if (!isJson(request.headers["content-type"])) return false
     const length = bufferableLength(request, maxBodyBytes)
     if (length === undefined || !plane.knowsFast(actor, id)) return false
     observe(request, response)
+    noteInboundActor(request, actor.id)
     envelope(actor, id, request, response, length)
     return true
   }

@@ -14,6 +14,7 @@ import { AdminApiV1, ApiV1, PublicApi, WorkerApi } from "@svc/domain/http/Apis"
 import * as http from "node:http"
 import * as https from "node:https"
 import type { ResolvedConfig } from "../config/SvcConfig.ts"
+import { listenError, listenerKey } from "../config/ListenError.ts"
 import { Authenticator } from "../auth/Authenticator.ts"
 import { CurrentService } from "./CurrentService.ts"
 import * as SwaggerRoute from "../swagger/SwaggerRoute.ts"
@@ -160,13 +161,15 @@ const nodeServer = (config: ResolvedConfig, service: ServiceId, tls: TlsMaterial
         return observeRequests(drain.track(server), inbound.onRequest)
       }
       const { host, port } = config.listeners[service]
-      if (service === "admin-api") {
-        return NodeHttpServer.layer(() => fast(https.createServer({ ...serverOptions, ...tls })), {
-          host,
-          port
-        })
-      }
-      return NodeHttpServer.layer(() => fast(http.createServer(serverOptions)), { host, port })
+      const create = () =>
+        fast(
+          service === "admin-api" ? https.createServer({ ...serverOptions, ...tls }) : http.createServer(serverOptions)
+        )
+      // A failed bind is one line naming the key to change (`api.port: 8081 is in use …`).
+      const server = NodeHttpServer.make(create, { host, port }).pipe(
+        Effect.mapError((e) => listenError(listenerKey(service), host, port, e))
+      )
+      return Layer.merge(Layer.effect(HttpServer.HttpServer, server), NodeHttpServer.layerHttpServices)
     })
   )
 

@@ -4,7 +4,7 @@
  * `signals.logs`, the same records also go to the OTLP collector (body: the message; attributes:
  * the error's type and message when the record carries one).
  */
-import { Cause, Logger, type LogLevel, Option } from "effect"
+import { Cause, Context, Logger, type LogLevel, Option } from "effect"
 import { requestSpanOf } from "./InboundSpans.ts"
 import { effectiveParent } from "./Tracing.ts"
 
@@ -18,14 +18,27 @@ export const recordingIds = (
   return { traceId: span.traceId, spanId: span.spanId }
 }
 
-/** The stderr logger of `format`, stamping trace and span ids. */
+/**
+ * The services this process runs, comma-separated in the order given (`api`, `api,public`), for the
+ * `service` field of JSON log records; `svc serve` provides it, other commands leave it unset.
+ */
+export const LogService = Context.Reference<string | undefined>("@svc/server/telemetry/LogService", {
+  defaultValue: () => undefined
+})
+
+/** The stderr logger of `format`, stamping trace and span ids (and, as JSON, the process's services). */
 export const stderrLogger = (format: "text" | "json"): Logger.Logger<unknown, void> => {
   if (format === "json") {
     return Logger.make((options) => {
       const structured = Logger.formatStructured.log(options) as Record<string, unknown>
+      const service = options.fiber.getRef(LogService)
+      if (service !== undefined) structured.service = service
       const ids = recordingIds(options.fiber)
-      const record = ids === undefined ? structured : { ...structured, trace_id: ids.traceId, span_id: ids.spanId }
-      console.error(JSON.stringify(record))
+      if (ids !== undefined) {
+        structured.trace_id = ids.traceId
+        structured.span_id = ids.spanId
+      }
+      console.error(JSON.stringify(structured))
     })
   }
   return Logger.make((options) => {

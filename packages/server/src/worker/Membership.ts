@@ -14,6 +14,7 @@ import type { RunnerState } from "@svc/domain/http/SystemApi"
 import type * as RunnerTransport from "@svc/cluster/RunnerTransport"
 import { Context, Duration, Effect, Layer, Redacted } from "effect"
 import { readFile } from "../config/Files.ts"
+import { listenError } from "../config/ListenError.ts"
 import type { ResolvedConfig } from "../config/SvcConfig.ts"
 import { DirectSql } from "../stores/Database.ts"
 
@@ -82,6 +83,17 @@ export const layer = (config: ResolvedConfig, services: ReadonlyArray<ServiceId>
     })
   )
 
+/** A runner socket that cannot bind fails with one line naming `cluster.runner.port` (or `.host`). */
+const namingRunnerKey =
+  (config: ResolvedConfig) =>
+  <ROut, E, RIn>(layer: Layer.Layer<ROut, E, RIn>): Layer.Layer<ROut, unknown, RIn> =>
+    Layer.catch(layer, (error) => {
+      const { host, port } = config.cluster.runner
+      const tag = typeof error === "object" && error !== null && "_tag" in error ? error._tag : undefined
+      const failure: unknown = tag === "SocketServerError" ? listenError("cluster.runner", host, port, error) : error
+      return Layer.effectContext(Effect.fail(failure) as Effect.Effect<Context.Context<ROut>, unknown>)
+    })
+
 const layerWith = (
   config: ResolvedConfig,
   services: ReadonlyArray<ServiceId>,
@@ -97,6 +109,6 @@ const layerWith = (
           ...clusterOptions,
           listen: { host: config.cluster.runner.host, port: config.cluster.runner.port },
           advertise: { host: config.cluster.runner.advertisedHost, port: config.cluster.runner.port }
-        })
+        }).pipe(namingRunnerKey(config))
   return runnerStatus.pipe(Layer.provideMerge(runtime))
 }
