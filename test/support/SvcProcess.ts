@@ -14,16 +14,33 @@ export const repoRoot = fileURLToPath(new URL("../../", import.meta.url))
 export const svcMain = path.join(repoRoot, "dist/svc.js")
 
 /** A free TCP port on 127.0.0.1 (bound then released). */
-export const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
+const bindable = (port: number): Promise<number | undefined> =>
+  new Promise((resolve) => {
     const server = net.createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
+    server.once("error", () => resolve(undefined))
+    server.listen(port, "127.0.0.1", () => {
       const address = server.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
-      server.close(() => resolve(port))
+      const bound = typeof address === "object" && address !== null ? address.port : undefined
+      server.close(() => resolve(bound))
     })
   })
+
+/**
+ * A loopback port free right now, for a process the test starts next. Picked at random below
+ * Linux's ephemeral range (32768–60999): a port the kernel handed out for `listen(0)` is one it
+ * also hands out as the local port of outgoing connections, and the many connections the tests'
+ * processes open to PostgreSQL and Redis took such ports between the pick and the bind
+ * (EADDRINUSE at start). Falls back to the kernel's choice after 50 taken picks.
+ */
+export const freePort = async (): Promise<number> => {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const port = await bindable(20_000 + Math.floor(Math.random() * 12_700))
+    if (port !== undefined) return port
+  }
+  const port = await bindable(0)
+  if (port === undefined) throw new Error("no free loopback port")
+  return port
+}
 
 export interface Ports {
   readonly api: number
