@@ -1,7 +1,7 @@
 /**
- * The `svc` command: `svc serve`, `svc migrate`, `svc certs` and `svc config check`. With
- * `main.ts` (which loads it once the heap limits are set, `Launcher.ts`), the only place that
- * reads `process.env` and `process.argv` and assembles the whole graph.
+ * The `svc` command: `svc serve`, `svc migrate`, `svc certs` and `svc config check`, run by
+ * `main.ts` (once the heap limits are set, `Launcher.ts`) with the process's environment and
+ * working directory (`Invocation`): the entry reads `process.env`, this module assembles the graph.
  *
  * Only the command line is loaded up front: the configuration loader, the server (`Serve.ts`) and
  * the certificate writer are `import()`ed by the command that needs them, so `svc --help` costs
@@ -9,13 +9,19 @@
  */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as NodeServices from "@effect/platform-node/NodeServices"
-import { Cause, Console, Effect, Exit, Layer, Logger, Option, References, Runtime } from "effect"
+import { Cause, Console, Context, Effect, Exit, Layer, Logger, Option, References, Runtime } from "effect"
 import { Command, Flag } from "effect/cli"
 import { allServiceIds, type ServiceId } from "@svc/domain/Auth"
 import type { ConfigError } from "./config/ConfigLoader.ts"
 import type { ResolvedConfig } from "./config/SvcConfig.ts"
 import { shutdownGraceMs } from "./config/Durations.ts"
 import { version } from "./config/Version.ts"
+
+/** Where the command runs: the environment (`SVC__…` overrides, `SVC_CONFIG`) and working directory. */
+export class Invocation extends Context.Service<
+  Invocation,
+  { readonly env: Readonly<Record<string, string | undefined>>; readonly cwd: string }
+>()("svc/server/SvcCommand/Invocation") {}
 
 /** The server, loaded by `serve` only (`migrate` loads `Migrate.ts`). */
 const server = Effect.promise(() => import("./Serve.ts"))
@@ -50,7 +56,7 @@ const logLevels = { trace: "Trace", debug: "Debug", info: "Info", warn: "Warn", 
 const withConfig = <A, E, R>(path: Option.Option<string>, f: (config: ResolvedConfig) => Effect.Effect<A, E, R>) =>
   Effect.promise(() => import("./config/ConfigLoader.ts")).pipe(
     Effect.flatMap(({ loadConfig }) =>
-      loadConfig({ configPath: Option.getOrUndefined(path), cwd: process.cwd(), env: process.env })
+      Effect.flatMap(Invocation, ({ cwd, env }) => loadConfig({ configPath: Option.getOrUndefined(path), cwd, env }))
     ),
     Effect.matchEffect({
       onFailure: (error: ConfigError) =>
@@ -198,4 +204,11 @@ const teardown: Runtime.Teardown = (exit, onExit) => {
   return Runtime.defaultTeardown(exit, onExit)
 }
 
-svc.pipe(Command.run({ version }), Effect.provide(NodeServices.layer), NodeRuntime.runMain({ teardown }))
+/** Runs the command line of the process (`process.argv`) with `invocation`, until it ends. */
+export const run = (invocation: Invocation["Service"]): void =>
+  svc.pipe(
+    Command.run({ version }),
+    Effect.provideService(Invocation, invocation),
+    Effect.provide(NodeServices.layer),
+    NodeRuntime.runMain({ teardown })
+  )

@@ -13,4 +13,5 @@ if (plan !== undefined && typeof process.execve === "function") {
 // Not passed on to what svc itself starts (worker threads read it, they never relaunch).
 delete process.env.SVC_LAUNCHED
 
-await import("./SvcCommand.ts")
+const { run } = await import("./SvcCommand.ts")
+run({ env: process.env, cwd: process.cwd() })
