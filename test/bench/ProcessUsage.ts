@@ -5,6 +5,7 @@
  */
 import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
+import { heapMark, heapWindow, percentileOf, probeSettleMs } from "./HeapProbe.ts"
 
 const clockTicks = (() => {
   try {
@@ -45,6 +46,10 @@ export interface ProcessUsage {
   readonly cpuMsPerRequest: number
   /** Resident memory at the end of the row. */
   readonly rssMb: number
+  /** Main-thread heap bytes allocated per request over the row, garbage included (`HeapProbe.ts`; with the probe only). */
+  readonly allocatedKbPerRequest?: number
+  /** 99th percentile of the row's GC pauses, ms (with the probe only). */
+  readonly gcPauseP99Ms?: number
 }
 
 /** Runs `row` and answers the process's usage over it, when `/proc` can be read. */
@@ -54,11 +59,26 @@ export const measureUsage = async <A extends { readonly rps: number }>(
   row: () => Promise<A>
 ): Promise<{ readonly result: A; readonly usage: ProcessUsage | undefined }> => {
   const before = pid === undefined ? undefined : cpuMs(pid)
+  const mark = heapMark(pid)
   const result = await row()
   if (pid === undefined || before === undefined) return { result, usage: undefined }
   const after = cpuMs(pid)
   const rss = rssMb(pid)
   const served = result.rps * (totalMs / 1000)
   if (after === undefined || rss === undefined || served <= 0) return { result, usage: undefined }
-  return { result, usage: { cpuMsPerRequest: (after - before) / served, rssMb: rss } }
+  if (mark !== undefined) await new Promise((resolve) => setTimeout(resolve, probeSettleMs))
+  const heap = heapWindow(pid, mark)
+  return {
+    result,
+    usage: {
+      cpuMsPerRequest: (after - before) / served,
+      rssMb: rss,
+      ...(heap === undefined
+        ? {}
+        : {
+            allocatedKbPerRequest: heap.allocatedBytes / 1024 / served,
+            gcPauseP99Ms: percentileOf(heap.pausesUs, 99) / 1000
+          })
+    }
+  }
 }

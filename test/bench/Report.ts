@@ -256,7 +256,8 @@ const formatUsage = (rows: ReadonlyArray<LoadRow>): ReadonlyArray<string> => {
   if (measured.length === 0) return []
   const out = [
     "",
-    "  the svc process per row: CPU time (user + system, /proc, warm-up included) per request served, and its RSS",
+    "  the svc process per row: CPU time (user + system, /proc, warm-up included) per request served, its RSS,",
+    "  and its main thread's heap: KB allocated per request (garbage included) and the p99 GC pause (HeapProbe.ts)",
     line(
       usageColumns,
       usageColumns.map((c) => c.title)
@@ -269,7 +270,9 @@ const formatUsage = (rows: ReadonlyArray<LoadRow>): ReadonlyArray<string> => {
         `    ${row.label}`,
         String(row.connections),
         u.cpuMsPerRequest.toFixed(3),
-        u.rssMb.toFixed(0)
+        u.rssMb.toFixed(0),
+        u.allocatedKbPerRequest === undefined ? "-" : u.allocatedKbPerRequest.toFixed(1),
+        u.gcPauseP99Ms === undefined ? "-" : u.gcPauseP99Ms.toFixed(2)
       ])
     )
   }
@@ -280,7 +283,9 @@ const usageColumns: ReadonlyArray<Column> = [
   { title: "", width: 40, left: true },
   { title: "conns", width: 5 },
   { title: "CPU ms/req", width: 10 },
-  { title: "RSS MB", width: 7 }
+  { title: "RSS MB", width: 7 },
+  { title: "alloc KB/req", width: 12 },
+  { title: "GC p99 ms", width: 9 }
 ]
 
 /** The commands-per-request lines under a load group, when some of its rows have them. */

@@ -26,6 +26,7 @@ import { installCleanup } from "./Children.ts"
 import { pin } from "./Cpu.ts"
 import { formatProfile, formatStages, stageTimes, summarizeProfile } from "./CpuProfile.ts"
 import { runLoad } from "./Load.ts"
+import { heapMark, heapWindow, installHeapProbe, percentileOf, probeSettleMs } from "./HeapProbe.ts"
 import { cpuMs, rssMb } from "./ProcessUsage.ts"
 import { startProductionSvc } from "./Production.ts"
 import {
@@ -60,6 +61,8 @@ const profiling = args.includes("--cpu-prof")
 const rssRequests = Number(option("rss-requests", "0"))
 
 const stopCleanup = installCleanup((seconds + warmup + 600) * 1000)
+// every Node process started below logs its heap (allocated bytes and GC pauses, HeapProbe.ts)
+installHeapProbe()
 const profileDir = profiling ? await tempDir("svc-profile-") : undefined
 const upstream = await startUpstream("generator")
 const production = args.includes("--production")
@@ -78,7 +81,8 @@ const profileEnv: Record<string, string> =
     ? extraEnv
     : {
         ...extraEnv,
-        NODE_OPTIONS: `${extraEnv.NODE_OPTIONS ?? ""} --cpu-prof --cpu-prof-dir=${profileDir}`.trim()
+        NODE_OPTIONS:
+          `${process.env.NODE_OPTIONS ?? ""} ${extraEnv.NODE_OPTIONS ?? ""} --cpu-prof --cpu-prof-dir=${profileDir}`.trim()
       }
 
 /** The bare proxy as a `ProxySvc`: no connections, no authorization (it sets the upstream's own). */
@@ -130,16 +134,22 @@ try {
   await generator({ ...load, durationMs: warmup * 1000 })
   const pid = svc.pid as number
   const cpuBefore = cpuMs(pid) as number
+  const mark = heapMark(pid)
   const servedBefore = await upstreamCount(upstream.origin)
   const result = await generator(load)
-  await new Promise((resolve) => setTimeout(resolve, 300))
+  await new Promise((resolve) => setTimeout(resolve, probeSettleMs))
   const cpuAfter = cpuMs(pid) as number
   const served = (await upstreamCount(upstream.origin)) - servedBefore
+  const heap = heapWindow(pid, mark)
   console.log(
     `${target === "bare" ? "bare proxy" : `${route} rules=${rules}`} c=${connections}: ${result.rps.toFixed(0)} req/s, ` +
       `p50 ${result.p50Ms.toFixed(2)} ms, ` +
       `p99 ${result.p99Ms.toFixed(2)} ms, errors ${result.errors}; ` +
       `${target === "bare" ? "proxy" : "svc"} ${((cpuAfter - cpuBefore) / served).toFixed(3)} ms CPU/request over ${served} requests, ` +
+      (heap === undefined
+        ? ""
+        : `${(heap.allocatedBytes / 1024 / served).toFixed(1)} KB allocated/request (main thread), ` +
+          `GC pause p99 ${(percentileOf(heap.pausesUs, 99) / 1000).toFixed(2)} ms over ${heap.pausesUs.length} GCs, `) +
       `RSS ${rssMb(pid)?.toFixed(0)} MB`
   )
   if (rssRequests > 0) {

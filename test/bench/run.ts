@@ -8,6 +8,7 @@
  */
 import * as os from "node:os"
 import { measureUsage, type ProcessUsage } from "./ProcessUsage.ts"
+import { installHeapProbe, removeHeapProbe } from "./HeapProbe.ts"
 import { fileURLToPath } from "node:url"
 import { parseArgs } from "node:util"
 import { installCleanup, killAll } from "./Children.ts"
@@ -303,6 +304,8 @@ const runCounted = async (
 
 const measureGroups = async (): Promise<Array<LoadRow>> => {
   const rows: Array<LoadRow> = []
+  // the processes the load groups start log their heap (allocated bytes, GC pauses per row)
+  installHeapProbe()
   for (const [index, group] of loadGroups.entries()) {
     for (const connections of group.connections) {
       for (const id of group.targets) {
@@ -337,7 +340,10 @@ const measureGroups = async (): Promise<Array<LoadRow>> => {
         const usageText = (usage: ProcessUsage | undefined) =>
           usage === undefined
             ? ""
-            : `; svc ${usage.cpuMsPerRequest.toFixed(3)} ms CPU/request, ${usage.rssMb.toFixed(0)} MB RSS`
+            : `; svc ${usage.cpuMsPerRequest.toFixed(3)} ms CPU/request, ${usage.rssMb.toFixed(0)} MB RSS` +
+              (usage.allocatedKbPerRequest === undefined
+                ? ""
+                : `, ${usage.allocatedKbPerRequest.toFixed(1)} KB allocated/request, GC pause p99 ${usage.gcPauseP99Ms?.toFixed(2)} ms`)
         if (started.store === undefined) {
           const { result, usage } = await measureUsage(started.pid, totalMs, () => generator.run(options))
           progress(
@@ -363,6 +369,7 @@ const measureGroups = async (): Promise<Array<LoadRow>> => {
     }
     await endPhase(index)
   }
+  removeHeapProbe()
   return rows.map((row) => {
     const base = rows.find(
       (b) => b.group === row.group && b.target === row.baseline && b.connections === row.connections
