@@ -94,12 +94,16 @@ describe("launchPlan", () => {
       "--enable-source-maps",
       "--max-old-space-size=256",
       "--max-semi-space-size=16",
+      "--expose-gc-as=__svcRelayGc",
       "/app/main.ts",
       "serve",
       "--config",
       "svc.yaml"
     ])
-    expect(plan?.env).toEqual({ HOME: "/h", SVC_LAUNCHED: "--max-old-space-size=256 --max-semi-space-size=16" })
+    expect(plan?.env).toEqual({
+      HOME: "/h",
+      SVC_LAUNCHED: "--max-old-space-size=256 --max-semi-space-size=16 --expose-gc-as=__svcRelayGc"
+    })
   })
 
   it("does nothing for other commands, once launched, or when the flags are already on Node's command line", () => {
@@ -111,16 +115,22 @@ describe("launchPlan", () => {
     )
     expect(launchPlan({ argv, execArgv: [], env: { SVC_LAUNCHED: "x" }, limit })).toBe(undefined)
     expect(
-      launchPlan({ argv, execArgv: ["--max-old-space-size=256", "--max-semi-space-size=16"], env: {}, limit })
+      launchPlan({
+        argv,
+        execArgv: ["--max-old-space-size=256", "--max-semi-space-size=16", "--expose-gc-as=__svcRelayGc"],
+        env: {},
+        limit
+      })
     ).toBe(undefined)
   })
 
   it("keeps an explicit --max-old-space-size from NODE_OPTIONS or the command line, adding only the other flag", () => {
     expect(launchPlan({ argv, execArgv: [], env: { NODE_OPTIONS: "--max-old-space-size=900" }, limit })?.flags).toEqual(
-      ["--max-semi-space-size=16"]
+      ["--max-semi-space-size=16", "--expose-gc-as=__svcRelayGc"]
     )
     expect(launchPlan({ argv, execArgv: ["--max_semi_space_size=4"], env: {}, limit })?.flags).toEqual([
-      "--max-old-space-size=256"
+      "--max-old-space-size=256",
+      "--expose-gc-as=__svcRelayGc"
     ])
   })
 

@@ -18,11 +18,17 @@
  * `--max-old-space-size` or `--max-semi-space-size` in `NODE_OPTIONS` or on Node's command line
  * wins over the computed one.
  *
- * Imports Node built-ins only: it runs before the rest of svc is loaded.
+ * One more flag rides along: {@link relayGcFlag} exposes V8's `gc` under a private name, so the
+ * streaming relay can ask for a minor collection of its dead chunks (`outbound/RelayedChunks.ts`)
+ * without changing V8's flags at run time. `SVC_NODE_OPTIONS` replaces it too.
+ *
+ * Imports Node built-ins and that flag's one-constant module only: it runs before the rest of
+ * svc is loaded.
  */
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { relayGcFlag } from "./outbound/RelayedChunks.ts"
 
 /** The old generation's bounds, in MB. */
 export const minOldSpaceMb = 192
@@ -130,7 +136,9 @@ export const launchPlan = (options: {
   const wanted =
     override !== undefined
       ? override.split(/\s+/).filter((flag) => flag !== "")
-      : heapFlags((options.limit ?? (() => memoryLimit()))().bytes).filter((flag) => !given.has(flagName(flag)))
+      : [...heapFlags((options.limit ?? (() => memoryLimit()))().bytes), relayGcFlag].filter(
+          (flag) => !given.has(flagName(flag))
+        )
   const flags = wanted.filter((flag) => !execArgv.includes(flag))
   if (flags.length === 0) return undefined
   return {

@@ -7,36 +7,33 @@
  * 30–70 MB of dead chunks waiting (measured as `process.memoryUsage().arrayBuffers`). After every
  * {@link budgetBytes} relayed, one asynchronous minor GC is requested; it frees the dead chunks
  * (they die young), so what a stream leaves waiting stays near the budget.
+ *
+ * The collector is V8's `gc`, exposed under {@link relayGcName} by the flag {@link relayGcFlag},
+ * which the launcher (`Launcher.ts`) gives `svc serve` when Node starts (issue 31: V8's flags are
+ * never changed at run time). A process started without it (`SVC_NODE_OPTIONS` replacing the
+ * launcher's flags, a platform without `execve`) relays the same way and leaves the dead chunks
+ * to V8's own schedule.
  */
-import { setFlagsFromString } from "node:v8"
-import { runInNewContext } from "node:vm"
 
 /** Relayed bytes between two requested minor collections. */
 export const budgetBytes = 8 * 1024 * 1024
 
+/** The global V8's `gc` is exposed as. */
+export const relayGcName = "__svcRelayGc"
+/** The Node option that exposes it (given at start by the launcher). */
+export const relayGcFlag = `--expose-gc-as=${relayGcName}`
+
 type Collect = (options: { readonly type: "minor"; readonly execution: "async" }) => Promise<void>
 
-let collect: Collect | null | undefined
-let relayed = 0
+const collector: unknown = (globalThis as Record<string, unknown>)[relayGcName]
+const collect: Collect | undefined = typeof collector === "function" ? (collector as Collect) : undefined
 
-/** V8's `gc`, obtained without exposing it to svc's own context (`null` when unavailable). */
-const collector = (): Collect | null => {
-  try {
-    setFlagsFromString("--expose-gc")
-    const gc: unknown = runInNewContext("gc")
-    return typeof gc === "function" ? (gc as Collect) : null
-  } catch {
-    return null
-  } finally {
-    setFlagsFromString("--no-expose-gc")
-  }
-}
+let relayed = 0
 
 /** Counts `bytes` of a relayed body chunk; past the budget, requests one minor collection. */
 export const chunkRelayed = (bytes: number): void => {
   relayed += bytes
   if (relayed < budgetBytes) return
   relayed = 0
-  if (collect === undefined) collect = collector()
-  if (collect !== null) void collect({ type: "minor", execution: "async" })
+  if (collect !== undefined) void collect({ type: "minor", execution: "async" })
 }
