@@ -8,6 +8,7 @@
 import * as fs from "node:fs"
 import * as net from "node:net"
 import { afterAll, describe, expect, it } from "vitest"
+import { relayGcFlag } from "../../packages/server/src/outbound/RelayedChunks.ts"
 import { heapFlags, memoryLimit } from "../../packages/server/src/Launcher.ts"
 import {
   freePorts,
@@ -58,6 +59,7 @@ describe("the launcher", () => {
     const flags = heapFlags(memoryLimit().bytes)
     const args = cmdline(pid)
     for (const flag of flags) expect(args).toContain(flag)
+    expect(args).toContain(relayGcFlag)
     expect(args.filter((arg) => arg === svcMain)).toHaveLength(1)
     expect(await first.stop("SIGTERM")).toBe(0)
     expect(first.output()).not.toContain("Error")
