@@ -4,14 +4,20 @@
  * read in a terminal and quoted in docs/performance.md.
  */
 import * as fs from "node:fs"
+import { SourceMap } from "node:module"
+import * as path from "node:path"
+import { fileURLToPath, pathToFileURL } from "node:url"
+
+interface CallFrame {
+  readonly functionName: string
+  readonly url: string
+  readonly lineNumber: number
+  readonly columnNumber?: number
+}
 
 interface ProfileNode {
   readonly id: number
-  readonly callFrame: {
-    readonly functionName: string
-    readonly url: string
-    readonly lineNumber: number
-  }
+  readonly callFrame: CallFrame
   readonly children?: ReadonlyArray<number>
 }
 
@@ -19,6 +25,45 @@ interface Profile {
   readonly nodes: ReadonlyArray<ProfileNode>
   readonly samples: ReadonlyArray<number>
   readonly timeDeltas: ReadonlyArray<number>
+}
+
+/** The source map beside a bundled file (`<file>.map`), read once; null when there is none. */
+const sourceMaps = new Map<string, SourceMap | null>()
+const sourceMapOf = (file: string): SourceMap | null => {
+  let map = sourceMaps.get(file)
+  if (map === undefined) {
+    try {
+      map = new SourceMap(JSON.parse(fs.readFileSync(`${file}.map`, "utf8")))
+    } catch {
+      map = null
+    }
+    sourceMaps.set(file, map)
+  }
+  return map
+}
+
+/**
+ * A frame of the bundle (`dist/`, scripts/build.ts) as the frame of its source: the file and line
+ * its source map names, so the areas and stages below read the sources' paths whether svc ran
+ * from `dist/` or from the sources. Other frames, and a bundle without its map, are unchanged.
+ */
+export const originalFrame = (frame: CallFrame): CallFrame => {
+  if (!frame.url.startsWith("file://") || !frame.url.includes("/dist/")) return frame
+  const file = fileURLToPath(frame.url)
+  const map = sourceMapOf(file)
+  if (map === null) return frame
+  const entry = map.findEntry(frame.lineNumber, frame.columnNumber ?? 0)
+  if (!("originalSource" in entry) || typeof entry.originalSource !== "string") return frame
+  const source = entry.originalSource.startsWith("file://")
+    ? entry.originalSource
+    : pathToFileURL(path.resolve(path.dirname(file), entry.originalSource)).href
+  return { functionName: frame.functionName, url: source, lineNumber: entry.originalLine }
+}
+
+/** The profile in `file`, with the bundle's frames mapped to their sources ({@link originalFrame}). */
+const readProfile = (file: string): Profile => {
+  const profile = JSON.parse(fs.readFileSync(file, "utf8")) as Profile
+  return { ...profile, nodes: profile.nodes.map((node) => ({ ...node, callFrame: originalFrame(node.callFrame) })) }
 }
 
 /** Where a frame's code lives: `svc:<folder>`, `effect:<module>`, a package, `node:<module>`, or a V8 bucket. */
@@ -48,7 +93,7 @@ export interface ProfileSummary {
 
 /** Self time per area and per function of the profile in `file`. */
 export const summarizeProfile = (file: string): ProfileSummary => {
-  const profile = JSON.parse(fs.readFileSync(file, "utf8")) as Profile
+  const profile = readProfile(file)
   const byId = new Map<number, ProfileNode>()
   for (const node of profile.nodes) byId.set(node.id, node)
   const selfUs = new Map<number, number>()
@@ -150,7 +195,7 @@ export const stageOf = (url: string, functionName: string): Stage | undefined =>
 
 /** Busy time per {@link Stage}: each sample goes to the innermost frame on its stack that has a stage. */
 export const stageTimes = (file: string): { readonly busyMs: number; readonly byStage: ReadonlyMap<Stage, number> } => {
-  const profile = JSON.parse(fs.readFileSync(file, "utf8")) as Profile
+  const profile = readProfile(file)
   const byId = new Map<number, ProfileNode>()
   const parent = new Map<number, number>()
   for (const node of profile.nodes) {
