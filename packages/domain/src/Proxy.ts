@@ -126,8 +126,9 @@ export const resourceLabelSnapshot = (
 ): Record<string, string> => {
   const out: Record<string, string> = { ...connectionLabels }
   if (actor !== undefined) {
-    for (const [key, value] of Object.entries(actor.labels)) {
-      if (!isSystemKey(key)) out[`${systemPrefix}act/${key}`] = value
+    const labels = actor.labels
+    for (const key in labels) {
+      if (Object.hasOwn(labels, key) && !isSystemKey(key)) out[`${systemPrefix}act/${key}`] = labels[key] as string
     }
     out[`${systemPrefix}act/-/id`] = actor.id
     out[`${systemPrefix}act/-/name`] = actor.name
@@ -149,8 +150,10 @@ export const labelSnapshot = (
 ): Record<string, string> | LabelConflict => {
   const out = resourceLabelSnapshot(connectionLabels, actor)
   if (requestLabels !== undefined) {
-    for (const [key, value] of Object.entries(requestLabels)) {
-      if (isSystemKey(key)) continue
+    // for…in, not Object.entries: no pair arrays per proxied request (issue 31, allocation)
+    for (const key in requestLabels) {
+      if (!Object.hasOwn(requestLabels, key) || isSystemKey(key)) continue
+      const value = requestLabels[key] as string
       if (Object.hasOwn(out, key)) {
         if (out[key] !== value) return new LabelConflict(key)
       } else out[key] = value

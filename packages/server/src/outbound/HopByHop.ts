@@ -8,19 +8,23 @@ import { hopByHopHeaders } from "@svc/domain/ConnectorAuth"
 /** The fixed hop-by-hop header names (lower case). */
 export { hopByHopHeaders }
 
+/** Adds the header names a `Connection` (or `Proxy-Connection`) value lists to `listed`, lower case. */
+export const addConnectionTokens = (listed: Set<string>, value: unknown): void => {
+  const values = Array.isArray(value) ? value : [value]
+  for (const item of values) {
+    if (typeof item !== "string") continue
+    for (const token of item.split(",")) {
+      const trimmed = token.trim().toLowerCase()
+      if (trimmed !== "") listed.add(trimmed)
+    }
+  }
+}
+
 const listedInConnection = (headers: Readonly<Record<string, unknown>>): ReadonlySet<string> => {
   const listed = new Set<string>()
   for (const [name, value] of Object.entries(headers)) {
     const lower = name.toLowerCase()
-    if (lower !== "connection" && lower !== "proxy-connection") continue
-    const values = Array.isArray(value) ? value : [value]
-    for (const item of values) {
-      if (typeof item !== "string") continue
-      for (const token of item.split(",")) {
-        const trimmed = token.trim().toLowerCase()
-        if (trimmed !== "") listed.add(trimmed)
-      }
-    }
+    if (lower === "connection" || lower === "proxy-connection") addConnectionTokens(listed, value)
   }
   return listed
 }

@@ -5,7 +5,7 @@
 import type { Dispatcher } from "undici"
 import type { ExchangeCallbacks } from "./ExchangeCallbacks.ts"
 import { OutboundConnectRefused } from "./GuardedConnector.ts"
-import { stripHopByHop } from "./HopByHop.ts"
+import { addConnectionTokens, hopByHopHeaders } from "./HopByHop.ts"
 import { OutboundError, type OutboundErrorReason } from "./OutboundError.ts"
 import type { PreparedOutbound } from "./OutboundGuard.ts"
 
@@ -59,13 +59,29 @@ export const dispatchFailure = (
 export const clampMs = (ms: number): number =>
   Number.isFinite(ms) ? Math.min(Math.max(1, Math.floor(ms)), 2_147_483_647) : 1
 
-/** Response headers with lower-case names, hop-by-hop headers removed. */
+/**
+ * Response headers with lower-case names, hop-by-hop headers removed (`stripHopByHop`'s rules):
+ * one walk over the upstream's headers (issue 31, allocation); only an answer whose `Connection`
+ * lists header names has those removed after it.
+ */
 export const responseHeaders = (
   headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
 ): Record<string, string | ReadonlyArray<string>> => {
   const out: Record<string, string | ReadonlyArray<string>> = {}
-  for (const [name, value] of Object.entries(headers)) if (value !== undefined) out[name.toLowerCase()] = value
-  return stripHopByHop(out)
+  let listed: Set<string> | undefined
+  for (const name in headers) {
+    if (!Object.hasOwn(headers, name)) continue
+    const value = headers[name]
+    if (value === undefined) continue
+    const lower = name.toLowerCase()
+    if (lower === "connection" || lower === "proxy-connection") {
+      listed ??= new Set()
+      addConnectionTokens(listed, value)
+    }
+    if (!hopByHopHeaders.has(lower)) out[lower] = value
+  }
+  if (listed !== undefined) for (const name of listed) delete out[name]
+  return out
 }
 
 const bodyless = (method: string, status: number): boolean =>

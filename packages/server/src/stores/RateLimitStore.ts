@@ -96,6 +96,19 @@ const paramsOf = (algorithm: Algorithm): AlgorithmParams => {
 const paramPair = (params: AlgorithmParams): readonly [number, number] =>
   params.kind === "token_bucket" ? [params.capacity, params.refillPerSecond] : [params.windowMs, params.limit]
 
+const scriptArgs = new WeakMap<AlgorithmParams, readonly [string, string, string]>()
+
+/** A rule's kind tag and parameter pair as the script's arguments, built once per parsed algorithm. */
+const argsOf = (params: AlgorithmParams): readonly [string, string, string] => {
+  let args = scriptArgs.get(params)
+  if (args === undefined) {
+    const [a, b] = paramPair(params)
+    args = [kindTag[params.kind], String(a), String(b)]
+    scriptArgs.set(params, args)
+  }
+  return args
+}
+
 /** One rule's raw outcome, as the script answers it: allowed, retry seconds (0 when allowed), remaining. */
 type RawOutcome = readonly [allowed: boolean, retry: number, remaining: number]
 
@@ -336,7 +349,8 @@ export class RateLimitStore extends Context.Service<
 // The script's command, as ioredis documents declaring custom commands (`defineCommand`).
 declare module "ioredis" {
   interface RedisCommander<Context extends ClientContext = { type: "default" }> {
-    svcRateLimitCheck(numKeys: number, ...keysAndArgs: ReadonlyArray<string>): Result<unknown, Context>
+    /** The number of keys, the keys, then the arguments. */
+    svcRateLimitCheck(...numKeysKeysAndArgs: ReadonlyArray<string | number>): Result<unknown, Context>
   }
 }
 
@@ -356,30 +370,39 @@ export const makeRedisRateLimitStore = (
   const attempt = clientCall(client, options)
   const clockArg = clock === "redis" ? Effect.succeed("") : Effect.map(Clock.currentTimeMillis, String)
 
+  // Plain code, not a generator: one check runs per proxied request (issue 31, allocation).
+  const checkWith = (
+    request: RateLimitCheck,
+    clockValue: string
+  ): Effect.Effect<RateLimitDecision, StoreUnavailable> => {
+    // The script's numkeys, its keys, then its arguments, in the one array the command is sent with.
+    const rules = request.rules
+    const argv: Array<string | number> = [1 + rules.length]
+    argv.push(request.coolDown === false ? noCoolDownKey : coolDownKey(request.connectionId))
+    for (const rule of rules) argv.push(ruleStateKey(rule, paramsOf(rule.algorithm)))
+    argv.push(clockValue)
+    for (const rule of rules) {
+      const [kind, a, b] = argsOf(paramsOf(rule.algorithm))
+      argv.push(rule.mode === "observe" ? "1" : "0", kind, a, b)
+    }
+    const call = attempt("rateLimit.check", () => client.svcRateLimitCheck(...argv))
+    // Telemetry (spec 8.3): a counter-store span with the key names, never a value; none when off.
+    const reply = traced
+      ? Effect.withSpan(call, "counter_store.rate_limit_check", {
+          kind: "client",
+          attributes: {
+            "db.system.name": "redis",
+            "db.operation.name": "EVALSHA",
+            "svc.counter_store.keys": argv.slice(1, 2 + rules.length).join(" ")
+          }
+        })
+      : call
+    return Effect.flatMap(reply, (value) => decode(request, value))
+  }
+
   return RateLimitStore.of({
-    check: Effect.fnUntraced(function* (request: RateLimitCheck) {
-      const keys = [request.coolDown === false ? noCoolDownKey : coolDownKey(request.connectionId)]
-      const args = [yield* clockArg]
-      for (const rule of request.rules) {
-        const params = paramsOf(rule.algorithm)
-        const [a, b] = paramPair(params)
-        keys.push(ruleStateKey(rule, params))
-        args.push(rule.mode === "observe" ? "1" : "0", kindTag[params.kind], String(a), String(b))
-      }
-      const call = attempt("rateLimit.check", () => client.svcRateLimitCheck(keys.length, ...keys, ...args))
-      // Telemetry (spec 8.3): a counter-store span with the key names, never a value; none when off.
-      const reply = yield* traced
-        ? Effect.withSpan(call, "counter_store.rate_limit_check", {
-            kind: "client",
-            attributes: {
-              "db.system.name": "redis",
-              "db.operation.name": "EVALSHA",
-              "svc.counter_store.keys": keys.join(" ")
-            }
-          })
-        : call
-      return yield* decode(request, reply)
-    })
+    check: (request) =>
+      clock === "redis" ? checkWith(request, "") : Effect.flatMap(clockArg, (value) => checkWith(request, value))
   })
 }
 
