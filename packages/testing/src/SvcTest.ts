@@ -12,7 +12,7 @@
 import { SvcClient } from "@svc/client/SvcClient"
 import { loadConfig } from "@svc/server/config/ConfigLoader"
 import * as Serve from "@svc/server/Serve"
-import { Context, Effect, Layer, ManagedRuntime, References } from "effect"
+import { Clock, Console, Context, Effect, Layer, ManagedRuntime, References } from "effect"
 import type { LogLevel } from "effect/LogLevel"
 import { importPKCS8, SignJWT } from "jose"
 import { randomUUID } from "node:crypto"
@@ -34,7 +34,7 @@ export interface SvcTestOptions {
   readonly config?: Readonly<Record<string, unknown>>
   /** Where the migrated database template is kept between runs (default: `<os tmpdir>/svc-testing`). */
   readonly cacheDir?: string
-  /** svc's own log records below this level are dropped (default `Warn`). */
+  /** svc's own log records below this level are dropped (default `Error`: the embedded default's key-generation warnings are expected here). */
   readonly logLevel?: LogLevel
 }
 
@@ -116,8 +116,15 @@ const start = (options: SvcTestOptions) =>
 export class SvcTest extends Context.Service<SvcTest, SvcTestInfo>()("@svc/testing/SvcTest") {
   /** svc started for the layer's lifetime, with `SvcClient` (admin token) and `FakeUpstream`. */
   static readonly layer = (options: SvcTestOptions = {}): Layer.Layer<SvcTest | SvcClient | FakeUpstream> => {
-    const svc = Layer.effect(SvcTest, start(options)).pipe(
-      Layer.provide(Layer.succeed(References.MinimumLogLevel, options.logLevel ?? "Warn"))
+    // svc runs on the live clock and console even where a test provides TestClock/TestConsole
+    // (`it.layer` does unless `excludeTestServices`): its timers, windows and expiries are real.
+    const svc = Layer.effect(
+      SvcTest,
+      start(options).pipe(
+        Effect.provideService(Clock.Clock, Clock.Clock.defaultValue()),
+        Effect.provideService(Console.Console, Console.Console.defaultValue()),
+        Effect.provideService(References.MinimumLogLevel, options.logLevel ?? "Error")
+      )
     )
     const client = Layer.unwrap(
       Effect.map(SvcTest, (info) => SvcClient.layer({ baseUrl: info.baseUrl, token: info.adminToken }))
