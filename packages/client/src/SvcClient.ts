@@ -20,7 +20,9 @@ export interface SvcClientOptions {
 export { ApiV1 }
 
 /** The typed client of one svc api; every request carries the configured bearer token. */
-export class SvcClient extends Context.Service<SvcClient, HttpApiClient.ForApi<typeof ApiV1>>()("@svc/client/SvcClient") {
+export class SvcClient extends Context.Service<SvcClient, HttpApiClient.ForApi<typeof ApiV1>>()(
+  "@svc/client/SvcClient"
+) {
   /** The client over a given `HttpClient` (provide `FetchHttpClient.layer`, an undici client, a test client…). */
   static readonly layerNoDeps = (options: SvcClientOptions): Layer.Layer<SvcClient, never, HttpClient.HttpClient> => {
     const token = typeof options.token === "string" ? Effect.succeed(options.token) : options.token

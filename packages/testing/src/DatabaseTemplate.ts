@@ -14,7 +14,10 @@ import * as path from "node:path"
 const schemaKey = Effect.gen(function* () {
   const main = yield* Migrations.mainLoader
   const metrics = yield* Migrations.appMetricsLoader
-  const lines = [...main.map(([id, name]) => `main ${id}_${name}`), ...metrics.map(([id, name]) => `metrics ${id}_${name}`)]
+  const lines = [
+    ...main.map(([id, name]) => `main ${id}_${name}`),
+    ...metrics.map(([id, name]) => `metrics ${id}_${name}`)
+  ]
   return createHash("sha256").update(lines.join("\n")).digest("hex").slice(0, 16)
 })
 

@@ -69,13 +69,7 @@ export class FixtureError extends Error {
   }
 }
 
-const call = async (
-  baseUrl: string,
-  token: string,
-  method: string,
-  route: string,
-  body?: unknown
-): Promise<Seeded> => {
+const call = async (baseUrl: string, token: string, method: string, route: string, body?: unknown): Promise<Seeded> => {
   const response = await fetch(`${baseUrl}${route}`, {
     method,
     headers: {

@@ -45,7 +45,11 @@ describe("SvcTest", () => {
       Effect.gen(function* () {
         const svc = yield* SvcTest
         const upstream = yield* FakeUpstream
-        upstream.route("/me", () => ({ status: 200, headers: { "content-type": "application/json" }, body: '{"me":1}' }))
+        upstream.route("/me", () => ({
+          status: 200,
+          headers: { "content-type": "application/json" },
+          body: '{"me":1}'
+        }))
         const client = yield* SvcClient
         const connection = svc.seeded.connections.main
         assert.isDefined(connection)
@@ -70,7 +74,10 @@ describe("SvcTest", () => {
         upstream.route("/limited", () => ({ status: 204 }))
         const client = yield* SvcClient
         const id = svc.seeded.connections.main?.id ?? ""
-        const call = client.proxy.proxy({ params: { id }, payload: { method: "GET", url: `${upstream.origin}/limited` } })
+        const call = client.proxy.proxy({
+          params: { id },
+          payload: { method: "GET", url: `${upstream.origin}/limited` }
+        })
         assert.strictEqual((yield* call).statusCode, 204)
         assert.strictEqual((yield* call).statusCode, 204)
         const rejected = yield* Effect.flip(call)

@@ -93,7 +93,9 @@ const start = (options: SvcTestOptions) =>
     const baseUrl = `http://127.0.0.1:${port}`
     const signingKey = config.auth.signingKey
     if (!("generated" in signingKey)) {
-      return yield* Effect.die(new Error("SvcTest signs tokens with svc's generated key: configure no auth.signing_key"))
+      return yield* Effect.die(
+        new Error("SvcTest signs tokens with svc's generated key: configure no auth.signing_key")
+      )
     }
     const key = yield* Effect.promise(async () =>
       importPKCS8(await fs.readFile(signingKey.generated.privateKeyPath, "utf8"), "RS256")
