@@ -87,4 +87,12 @@ describe("@svc/client and @svc/testing, packed and installed in a project of the
     expect(startLine).toBeDefined()
     console.log(startLine)
   }, 600_000)
+
+  it("docs/testing.md shows the host suites exactly as they run here", async () => {
+    const page = await fs.readFile(path.join(repoRoot, "docs/testing.md"), "utf8")
+    for (const file of await fs.readdir(suiteDir)) {
+      const suite = await fs.readFile(path.join(suiteDir, file), "utf8")
+      expect(page.includes(`\`\`\`ts\n${suite}\`\`\``), file).toBe(true)
+    }
+  })
 })

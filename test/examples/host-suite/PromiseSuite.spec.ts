@@ -39,7 +39,7 @@ test("an invoice is posted upstream with the connection's key", async () => {
     body: JSON.stringify({ method: "POST", url: `${svc.upstream.origin}/invoices`, bodyJson: { total: 12 } })
   })
   expect(response.status).toBe(200)
-  expect((await response.json()).statusCode).toBe(201)
+  expect(await response.json()).toMatchObject({ statusCode: 201 })
   const [sent] = svc.upstream.seen()
   expect(sent?.method).toBe("POST")
   expect(sent?.headers["x-api-key"]).toBe("s3cret")
