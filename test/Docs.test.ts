@@ -8,11 +8,12 @@
  */
 import { ConfigFile } from "@svc/server/config/ConfigSchema"
 import type { SchemaAST } from "effect"
-import { spawnSync } from "node:child_process"
+import { spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
 import { isMap, isScalar, isSeq, type Node, parseDocument } from "yaml"
+import { startLocalServer } from "@svc/server/outbound/testing/LocalServer"
 import { launch } from "./support/Api.ts"
 import type { Ports } from "./support/SvcProcess.ts"
 
@@ -361,6 +362,26 @@ describe("runnable shell blocks run against a running svc", () => {
     expect(runnableScript("curl -X POST \\\n  http://127.0.0.1:8081/z   # 204\n", ports)).toBe(
       "SVC_DOC_EXPECT=204 curl -X POST \\\n  http://127.0.0.1:1/z   # 204\n"
     )
+  })
+
+  it("a curl answered with another status than the block states fails the block", async () => {
+    const server = await startLocalServer((request, response) => {
+      response.statusCode = request.url === "/missing" ? 404 : 200
+      response.end("{}")
+    })
+    try {
+      // Asynchronously: the server answering curl runs on this process's event loop.
+      const run = (line: string) =>
+        new Promise<number | null>((resolve) =>
+          spawn("bash", ["-c", `set -euo pipefail\n${curlWrapper}\n${line}`], { stdio: "ignore" }).once("exit", resolve)
+        )
+      expect(await run(`curl ${server.origin}/ok`)).toBe(0)
+      expect(await run(`curl ${server.origin}/missing`)).not.toBe(0)
+      expect(await run(`SVC_DOC_EXPECT=404 curl ${server.origin}/missing`)).toBe(0)
+      expect(await run(`SVC_DOC_EXPECT=401 curl ${server.origin}/ok`)).not.toBe(0)
+    } finally {
+      await server.close()
+    }
   })
 
   for (const [file, blocks] of byFile) {
