@@ -55,3 +55,55 @@ export const template = (cacheDir: string) =>
     yield* Effect.promise(() => fs.rm(staging, { recursive: true, force: true }))
     return target
   }).pipe(Effect.orDie)
+
+/** Ready copies of the template kept beside it (`<template>.spare-*`), so a start renames one instead of copying. */
+const maxSpares = 2
+/** A copy still being written after this long was abandoned (its process exited mid-copy). */
+const abandonedAfterMs = 10 * 60 * 1000
+
+const spares = async (template: string) => {
+  const dir = path.dirname(template)
+  const names = await fs.readdir(dir).catch(() => [] as Array<string>)
+  return {
+    ready: names.filter((n) => n.startsWith(`${path.basename(template)}.spare-`)).map((n) => path.join(dir, n)),
+    copying: names.filter((n) => n.startsWith(`${path.basename(template)}.copying-`)).map((n) => path.join(dir, n))
+  }
+}
+
+/**
+ * Puts a copy of `template` at `target`: a ready spare renamed into place when one exists (no
+ * bytes copied; a rename is atomic, so concurrent starts never share one), else a copy.
+ */
+export const copyTemplate = async (template: string, target: string): Promise<void> => {
+  for (const spare of (await spares(template)).ready) {
+    try {
+      await fs.rename(spare, target)
+      return
+    } catch {
+      // taken by a concurrent start, or on another file system: try the next, then copy
+    }
+  }
+  await fs.cp(template, target, { recursive: true })
+}
+
+/**
+ * Copies `template` into a new spare for a later start, unless `maxSpares` are ready or being
+ * written; removes copies abandoned mid-way. Errors only cost the next start a copy.
+ */
+export const prepareSpare = async (template: string): Promise<void> => {
+  const { ready, copying } = await spares(template)
+  for (const dir of copying) {
+    const stat = await fs.stat(dir).catch(() => undefined)
+    if (stat !== undefined && Date.now() - stat.mtimeMs > abandonedAfterMs)
+      await fs.rm(dir, { recursive: true, force: true })
+  }
+  if (ready.length + copying.length >= maxSpares) return
+  const suffix = `${process.pid}-${Math.random().toString(36).slice(2, 10)}`
+  const copying_ = `${template}.copying-${suffix}`
+  try {
+    await fs.cp(template, copying_, { recursive: true })
+    await fs.rename(copying_, `${template}.spare-${suffix}`)
+  } catch {
+    await fs.rm(copying_, { recursive: true, force: true })
+  }
+}

@@ -1,7 +1,7 @@
 /**
  * An in-process svc for a host application's own tests (docs/testing.md): the api service on an
- * ephemeral port with the embedded worker, PGlite in a temporary directory (copied from a migrated
- * template after the first run), the in-memory counter store, a generated signing key, resources
+ * ephemeral port with the embedded worker, PGlite in a temporary directory (a copy of a migrated
+ * template, prepared by the previous start), the in-memory counter store, a generated signing key, resources
  * seeded from a fixture object and a fake upstream that records what svc sent. It is the very
  * composition `svc serve` runs (`@svc/server/Serve`), configured through the real loader.
  *
@@ -19,7 +19,7 @@ import { randomUUID } from "node:crypto"
 import * as fs from "node:fs/promises"
 import * as os from "node:os"
 import * as path from "node:path"
-import { template } from "./DatabaseTemplate.ts"
+import { copyTemplate, prepareSpare, template } from "./DatabaseTemplate.ts"
 import { type Fixture, type SeededResources, seed } from "./Fixture.ts"
 import { FakeUpstream, type Upstream } from "./FakeUpstream.ts"
 
@@ -79,7 +79,7 @@ const start = (options: SvcTestOptions) =>
     const upstream = yield* FakeUpstream
     const dir = yield* tempDir
     const dbTemplate = yield* template(options.cacheDir ?? path.join(os.tmpdir(), "svc-testing"))
-    yield* Effect.promise(() => fs.cp(dbTemplate, path.join(dir, ".svc", "db"), { recursive: true }))
+    yield* Effect.promise(() => copyTemplate(dbTemplate, path.join(dir, ".svc", "db")))
     const configPath = path.join(dir, "svc.yaml")
     // JSON is YAML: the document goes through the same loader and schema as an operator's file.
     yield* Effect.promise(() => fs.writeFile(configPath, JSON.stringify({ ...defaults, ...options.config })))
@@ -111,6 +111,9 @@ const start = (options: SvcTestOptions) =>
     const adminToken = yield* Effect.promise(() => token(config.auth.actors[0]?.external_id ?? "admin"))
     const fixture = typeof options.fixture === "function" ? options.fixture({ upstream }) : (options.fixture ?? {})
     const seeded = yield* Effect.promise(() => seed(baseUrl, adminToken, fixture))
+    // In the background, while the tests run: the next start (this run's next suite, the next run)
+    // renames a ready copy instead of copying. A copy cut short by the process exiting is removed later.
+    yield* Effect.sync(() => void prepareSpare(dbTemplate))
     return SvcTest.of({ baseUrl, adminToken, token, seeded, upstream, dataDir: path.join(dir, ".svc") })
   })
 
