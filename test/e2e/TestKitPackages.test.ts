@@ -72,6 +72,17 @@ describe("@svc/client and @svc/testing, packed and installed in a project of the
       expect(stat.isSymbolicLink()).toBe(false)
     }
 
+    // The client is the declarations and the HttpApiClient only: no server, SQL or cluster code.
+    const clientDir = path.join(app, "node_modules/@svc/client")
+    const clientFiles = (await fs.readdir(path.join(clientDir, "dist"), { recursive: true })).filter((f) =>
+      /\.(js|ts)$/.test(f)
+    )
+    expect(clientFiles.filter((f) => !/^(SvcClient\.(js|d\.ts)|domain\/.+\.d\.ts)$/.test(f))).toEqual([])
+    const clientCode = await fs.readFile(path.join(clientDir, "dist/SvcClient.js"), "utf8")
+    for (const serverOnly of ["HttpApiBuilder", "SqlClient", "NodeHttpServer", "Entity.make"]) {
+      expect(clientCode.includes(serverOnly), serverOnly).toBe(false)
+    }
+
     const result = await run(process.execPath, [path.join(app, "node_modules/vitest/vitest.mjs"), "run"], {
       cwd: app,
       env: { ...env, CI: "1", NO_COLOR: "1" },
