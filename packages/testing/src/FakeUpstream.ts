@@ -6,18 +6,10 @@
 import { type RecordedRequest, startLocalServer } from "@svc/server/outbound/testing/LocalServer"
 import { Context, Effect, Layer } from "effect"
 
-/** One request as the upstream saw it, with its path and query split out. */
-export interface SeenRequest {
-  readonly method: string
-  /** Path and query, as sent on the request line. */
-  readonly url: string
+/** One request as the upstream saw it (method, request-line URL, headers, raw headers, body), with its path, query and text split out. */
+export interface SeenRequest extends RecordedRequest {
   readonly path: string
   readonly query: URLSearchParams
-  /** Lower-case names (repeated headers joined). */
-  readonly headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
-  /** Names and values exactly as received, in order. */
-  readonly rawHeaders: ReadonlyArray<string>
-  readonly body: Uint8Array
   /** The body as UTF-8 text. */
   readonly text: string
 }
@@ -45,16 +37,7 @@ export interface Upstream {
 
 const seenOf = (request: RecordedRequest): SeenRequest => {
   const url = new URL(request.url, "http://upstream")
-  return {
-    method: request.method,
-    url: request.url,
-    path: url.pathname,
-    query: url.searchParams,
-    headers: request.headers,
-    rawHeaders: request.rawHeaders,
-    body: request.body,
-    text: request.body.toString("utf8")
-  }
+  return { ...request, path: url.pathname, query: url.searchParams, text: request.body.toString("utf8") }
 }
 
 /** Starts a fake upstream on 127.0.0.1 (an ephemeral port); `close()` stops it. */
