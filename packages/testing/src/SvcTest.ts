@@ -28,8 +28,9 @@ export interface SvcTestOptions {
   /** The resources to create, or a function of the fake upstream (for `proxy.allowed_hosts`). */
   readonly fixture?: Fixture | ((context: { readonly upstream: Upstream }) => Fixture)
   /**
-   * Extra configuration, as a `svc.yaml` document (docs/configuration.md); merged over the test
-   * defaults (`api.port: 0`, `worker.port: 0`, `outbound.allow_private_networks: true`).
+   * Extra configuration, as a `svc.yaml` document (docs/configuration.md), over the test defaults
+   * (`api.port: 0`, `worker.port: 0`, `outbound.allow_private_networks: true`); a top-level key
+   * given here replaces the default's whole block.
    */
   readonly config?: Readonly<Record<string, unknown>>
   /** Where the migrated database template is kept between runs (default: `<os tmpdir>/svc-testing`). */
