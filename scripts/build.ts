@@ -59,7 +59,7 @@ const externalPackages = [
   "redis",
   "@redis/"
 ]
-const isExternal = (id: string): boolean =>
+export const isExternal = (id: string): boolean =>
   id.startsWith("node:") ||
   externalPackages.some((name) =>
     name.endsWith("/") || name.endsWith("-") ? id.startsWith(name) : id === name || id.startsWith(`${name}/`)
@@ -124,33 +124,40 @@ const upToDate = (hash: string): boolean => {
   }
 }
 
-const entryByFile = new Map(Object.entries(entries).map(([name, file]) => [path.join(repoRoot, file), name]))
-
 const relativeUrl = /new URL\(\s*(["'])(\.{1,2}\/[^"']*)\1\s*,\s*import\.meta\.url\s*\)/g
 
-/** Rewrites `new URL("./x", import.meta.url)` of a source file so it points from `dist/` at the same place. */
-const rebaseUrls = {
-  name: "svc:rebase-import-meta-urls",
-  transform: {
-    filter: { id: /packages\/[^/]+\/src\/.*\.ts$/ },
-    handler(code: string, id: string) {
-      if (!code.includes("import.meta.url")) return null
-      const rewritten = code.replace(relativeUrl, (_whole, quote: string, relative: string) => {
-        const target = path.resolve(path.dirname(id), relative)
-        const entry = entryByFile.get(target)
-        // chunks live in dist/chunks/, entries in dist/: resolve from dist/ either way
-        const fromDist = entry === undefined ? path.relative(distDir, target) : `${entry}.js`
-        const suffix = relative.endsWith("/") && !fromDist.endsWith("/") ? "/" : ""
-        return `new URL(${quote}${fromDist}${suffix}${quote}, svcDistUrl)`
-      })
-      if (rewritten === code) return null
-      return { code: `${rewritten}\nimport { svcDistUrl } from "svc:dist-url"\n`, map: null }
+/**
+ * Rewrites `new URL("./x", import.meta.url)` of a source file so it points from `outDir` at the
+ * same place: an entry's source (`entries`: name to repository-relative file) becomes its bundle,
+ * anything else stays the file it names. Also used by scripts/pack.ts for the published test kit.
+ */
+export const rebaseImportMetaUrls = (entryFiles: Readonly<Record<string, string>>, outDir: string) => {
+  const entryByFile = new Map(Object.entries(entryFiles).map(([name, file]) => [path.join(repoRoot, file), name]))
+  return {
+    name: "svc:rebase-import-meta-urls",
+    transform: {
+      filter: { id: /packages\/[^/]+\/src\/.*\.ts$/ },
+      handler(code: string, id: string) {
+        if (!code.includes("import.meta.url")) return null
+        const rewritten = code.replace(relativeUrl, (_whole, quote: string, relative: string) => {
+          const target = path.resolve(path.dirname(id), relative)
+          const entry = entryByFile.get(target)
+          // chunks live in <outDir>/chunks/, entries in <outDir>/: resolve from <outDir>/ either way
+          const fromDist = entry === undefined ? path.relative(outDir, target) : `${entry}.js`
+          const suffix = relative.endsWith("/") && !fromDist.endsWith("/") ? "/" : ""
+          return `new URL(${quote}${fromDist}${suffix}${quote}, svcDistUrl)`
+        })
+        if (rewritten === code) return null
+        return { code: `${rewritten}\nimport { svcDistUrl } from "svc:dist-url"\n`, map: null }
+      }
     }
   }
 }
 
+const rebaseUrls = rebaseImportMetaUrls(entries, distDir)
+
 /** `svc:dist-url`: the URL of `dist/` whichever chunk asks (entries in dist/, chunks in dist/chunks/). */
-const distUrlModule = {
+export const distUrlModule = {
   name: "svc:dist-url",
   resolveId(id: string) {
     return id === "svc:dist-url" ? "\0svc:dist-url" : null

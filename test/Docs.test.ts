@@ -8,10 +8,14 @@
  */
 import { ConfigFile } from "@svc/server/config/ConfigSchema"
 import type { SchemaAST } from "effect"
+import { spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
 import { isMap, isScalar, isSeq, type Node, parseDocument } from "yaml"
+import { startLocalServer } from "@svc/server/outbound/testing/LocalServer"
+import { launch } from "./support/Api.ts"
+import type { Ports } from "./support/SvcProcess.ts"
 
 const repo = path.resolve(import.meta.dirname, "..")
 const serverSrc = path.join(repo, "packages/server/src")
@@ -223,4 +227,189 @@ describe("relative links of README.md and docs/", () => {
     }
     expect(broken).toEqual([])
   })
+})
+
+/** Languages of a fenced block that is a shell script. */
+const shellLanguages = new Set(["sh", "bash", "shell", "zsh", "console"])
+
+/** One fenced shell block of a markdown file: where it is, how it is marked, its script. */
+interface ShellBlock {
+  readonly file: string
+  readonly line: number
+  readonly mark: "runnable" | "illustrative" | undefined
+  readonly script: string
+}
+
+/**
+ * Every fenced shell block (CONTRIBUTING.md "Shell blocks in the docs"): the info string's first
+ * word is the language, `runnable` or `illustrative` after it is the mark. The fence's own
+ * indentation (a block inside a list item) is removed from the script's lines.
+ */
+const shellBlocks = (file: string): ReadonlyArray<ShellBlock> => {
+  const lines = fs.readFileSync(file, "utf8").split("\n")
+  const blocks: Array<ShellBlock> = []
+  for (let i = 0; i < lines.length; i++) {
+    const open = /^(\s*)(`{3,})(\S*)(.*)$/.exec(lines[i] ?? "")
+    if (open === null) continue
+    const [, indent = "", fence = "", language = "", rest = ""] = open
+    const body: Array<string> = []
+    const start = i
+    for (i++; i < lines.length && !new RegExp(`^\\s*${fence}\\s*$`).test(lines[i] ?? ""); i++) {
+      const line = lines[i] ?? ""
+      body.push(line.startsWith(indent) ? line.slice(indent.length) : line.trimStart())
+    }
+    if (!shellLanguages.has(language)) continue
+    const words = rest.trim().split(/\s+/)
+    const mark = words.includes("runnable") ? "runnable" : words.includes("illustrative") ? "illustrative" : undefined
+    blocks.push({ file, line: start + 1, mark, script: `${body.join("\n")}\n` })
+  }
+  return blocks
+}
+
+const allShellBlocks = () => markdownFiles().flatMap(shellBlocks)
+const where = (block: ShellBlock) => `${path.relative(repo, block.file)}:${block.line}`
+
+describe("shell blocks of README.md and docs/", () => {
+  it("finds runnable and illustrative blocks", () => {
+    const blocks = allShellBlocks()
+    expect(blocks.filter((b) => b.mark === "runnable").length).toBeGreaterThan(3)
+    expect(blocks.filter((b) => b.mark === "illustrative").length).toBeGreaterThan(3)
+  })
+
+  it("every shell block is marked runnable or illustrative", () => {
+    expect(
+      allShellBlocks()
+        .filter((b) => b.mark === undefined)
+        .map(where)
+    ).toEqual([])
+  })
+
+  it("every shell block is valid shell syntax (bash -n)", () => {
+    const invalid: Array<string> = []
+    for (const block of allShellBlocks()) {
+      const check = spawnSync("bash", ["-n"], { input: block.script, encoding: "utf8" })
+      if (check.status !== 0) invalid.push(`${where(block)}: ${check.stderr.trim()}`)
+    }
+    expect(invalid).toEqual([])
+  })
+
+  it("the syntax check catches a broken block", () => {
+    expect(spawnSync("bash", ["-n"], { input: "curl -d '{\n", encoding: "utf8" }).status).not.toBe(0)
+  })
+})
+
+/**
+ * `curl` inside a runnable block: silent but for errors, the body printed, and the answer's status
+ * checked — 2xx, or exactly the status the line's trailing comment states (`# 401 {...}`).
+ */
+const curlWrapper = `
+svc_doc_curl() {
+  local out status
+  out=$(mktemp)
+  status=$(command curl -sS -o "$out" -w '%{http_code}' "$@") || { cat "$out"; rm -f "$out"; return 1; }
+  cat "$out"; echo; rm -f "$out"
+  local expected="\${SVC_DOC_EXPECT:-2xx}"
+  if [[ "$expected" == 2xx && "$status" != 2* ]] || [[ "$expected" != 2xx && "$status" != "$expected" ]]; then
+    echo "curl $*: HTTP $status, expected $expected" >&2
+    return 1
+  fi
+}
+curl() { svc_doc_curl "$@"; }
+`
+
+/**
+ * A runnable block as it runs against a test's svc: the default ports become the test's, and a
+ * command whose last line ends in `# <status>` expects that status (`SVC_DOC_EXPECT`).
+ */
+const runnableScript = (script: string, ports: Ports): string => {
+  const lines = script
+    .replaceAll(/(127\.0\.0\.1|localhost):8081\b/g, `127.0.0.1:${ports.api}`)
+    .replaceAll(/(127\.0\.0\.1|localhost):8082\b/g, `127.0.0.1:${ports.adminApi}`)
+    .replaceAll(/(127\.0\.0\.1|localhost):8080\b/g, `127.0.0.1:${ports.public}`)
+    .split("\n")
+  const out: Array<string> = []
+  for (let i = 0; i < lines.length; i++) {
+    const command = [lines[i] ?? ""]
+    while ((command[command.length - 1] ?? "").trimEnd().endsWith("\\") && i + 1 < lines.length) {
+      command.push(lines[++i] ?? "")
+    }
+    const status = /#\s*([1-5]\d\d)\b/.exec(command[command.length - 1] ?? "")?.[1]
+    if (status !== undefined && /^\s*curl\b/.test(command[0] ?? "")) {
+      command[0] = (command[0] ?? "").replace(/^(\s*)curl\b/, `$1SVC_DOC_EXPECT=${status} curl`)
+    }
+    out.push(...command)
+  }
+  return out.join("\n")
+}
+
+describe("runnable shell blocks run against a running svc", () => {
+  const byFile = new Map<string, Array<ShellBlock>>()
+  for (const block of allShellBlocks().filter((b) => b.mark === "runnable")) {
+    byFile.set(block.file, [...(byFile.get(block.file) ?? []), block])
+  }
+
+  it("the tools the runnable blocks use are installed (bash, curl, jq: Debian packages)", () => {
+    for (const tool of ["bash", "curl", "jq"]) {
+      expect(spawnSync(tool, ["--version"], { encoding: "utf8" }).status, `${tool} is not installed`).toBe(0)
+    }
+  })
+
+  it("the status check rewrites only a curl command whose last line states a status", () => {
+    const ports = { api: 1, adminApi: 2, public: 3, worker: 4, runner: 5, metrics: 6 }
+    expect(runnableScript("curl http://127.0.0.1:8081/x   # 401 {}\ncurl -k https://localhost:8082/y\n", ports)).toBe(
+      "SVC_DOC_EXPECT=401 curl http://127.0.0.1:1/x   # 401 {}\ncurl -k https://127.0.0.1:2/y\n"
+    )
+    expect(runnableScript("curl -X POST \\\n  http://127.0.0.1:8081/z   # 204\n", ports)).toBe(
+      "SVC_DOC_EXPECT=204 curl -X POST \\\n  http://127.0.0.1:1/z   # 204\n"
+    )
+  })
+
+  it("a curl answered with another status than the block states fails the block", async () => {
+    const server = await startLocalServer((request, response) => {
+      response.statusCode = request.url === "/missing" ? 404 : 200
+      response.end("{}")
+    })
+    try {
+      // Asynchronously: the server answering curl runs on this process's event loop.
+      const run = (line: string) =>
+        new Promise<number | null>((resolve) =>
+          spawn("bash", ["-c", `set -euo pipefail\n${curlWrapper}\n${line}`], { stdio: "ignore" }).once("exit", resolve)
+        )
+      expect(await run(`curl ${server.origin}/ok`)).toBe(0)
+      expect(await run(`curl ${server.origin}/missing`)).not.toBe(0)
+      expect(await run(`SVC_DOC_EXPECT=404 curl ${server.origin}/missing`)).toBe(0)
+      expect(await run(`SVC_DOC_EXPECT=401 curl ${server.origin}/ok`)).not.toBe(0)
+    } finally {
+      await server.close()
+    }
+  })
+
+  for (const [file, blocks] of byFile) {
+    it(`${path.relative(repo, file)}: ${blocks.length} block(s)`, async () => {
+      const svc = await launch("svc-docs-")
+      try {
+        // One bash session per file, blocks in order: a block may use what an earlier one set (T, J, ids).
+        const script = [
+          "set -euo pipefail",
+          curlWrapper,
+          ...blocks.map((b) => `echo '--- ${where(b)}' >&2\n${runnableScript(b.script, svc.ports)}`)
+        ].join("\n")
+        const result = spawnSync("bash", ["-c", script], {
+          cwd: svc.dir,
+          encoding: "utf8",
+          timeout: 120_000,
+          maxBuffer: 64 * 1024 * 1024,
+          env: {
+            ...process.env,
+            TOKEN: svc.adminToken,
+            PATH: `${path.join(repo, "node_modules/.bin")}:${process.env.PATH}`
+          }
+        })
+        // stderr names the block and the failed call; the bodies printed on stdout are only the tail.
+        expect(result.status, `${result.error ?? ""}\n${result.stderr}\n…${result.stdout.slice(-2000)}`).toBe(0)
+      } finally {
+        await svc.stop()
+      }
+    }, 180_000)
+  }
 })

@@ -16,7 +16,11 @@ const packageImports: Readonly<Record<string, ReadonlyArray<string>>> = {
   sql: ["domain"],
   cluster: ["domain", "sql"],
   server: ["domain", "sql", "cluster"],
-  cli: ["domain"]
+  cli: ["domain"],
+  // Published for host applications (docs/testing.md): the typed client carries no server code;
+  // the test kit starts the server's own composition in process.
+  client: ["domain"],
+  testing: ["domain", "sql", "cluster", "server", "client"]
 }
 
 /**

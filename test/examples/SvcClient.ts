@@ -1,26 +1,12 @@
 /**
- * A host application's typed client of svc's api (docs/client.md, shown there verbatim): built
- * from the domain package's `ApiV1` declaration, so every path, query, payload, answer and error is
- * typed and decoded by the same schemas the server uses.
+ * A host application's use of the typed client (docs/client.md, shown there verbatim): `SvcClient`
+ * from `@svc/client`, built from the domain package's `ApiV1` declaration, so every path, query,
+ * payload, answer and error is typed and decoded by the same schemas the server uses.
  */
-import { ApiV1 } from "@svc/domain/http/Apis"
-import { Authentication } from "@svc/domain/http/Security"
-import { Context, Effect, Layer } from "effect"
-import { FetchHttpClient, HttpClientRequest } from "effect/http"
-import { HttpApiClient, HttpApiMiddleware } from "effect/http-api"
+import { SvcClient } from "@svc/client/SvcClient"
+import { Effect } from "effect"
 
-/** The typed client of one svc api; every request carries `token` as its bearer token. */
-export class SvcClient extends Context.Service<SvcClient, HttpApiClient.ForApi<typeof ApiV1>>()("host/SvcClient") {
-  static readonly layer = (options: { readonly baseUrl: string; readonly token: string }) =>
-    Layer.effect(SvcClient, HttpApiClient.make(ApiV1, { baseUrl: options.baseUrl })).pipe(
-      Layer.provide(
-        HttpApiMiddleware.layerClient(Authentication, ({ next, request }) =>
-          next(HttpClientRequest.bearerToken(request, options.token))
-        )
-      ),
-      Layer.provide(FetchHttpClient.layer)
-    )
-}
+export { SvcClient }
 
 /**
  * Lists the configured connections of one connector, then sends `GET url` through the first one

@@ -3,7 +3,7 @@
  * and connection services, request events, the proxy data plane, the worker and the selected
  * HTTP servers — into one layer graph (ARCHITECTURE "Processes").
  */
-import { Effect, Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
 import type { ServiceId } from "@svc/domain/Auth"
 import * as path from "node:path"
 import * as Auth from "./auth/Auth.ts"
@@ -27,6 +27,12 @@ import { warnPoolerWithoutDirectUrl } from "./Migrate.ts"
 import * as Membership from "./worker/Membership.ts"
 import * as Worker from "./worker/Worker.ts"
 
+/** The ports the started services listen on (after `port: 0`, the ones the system gave), and `/metrics`'s. */
+export class Served extends Context.Service<
+  Served,
+  { readonly ports: ReadonlyMap<ServiceId, number>; readonly metricsPort: number | undefined }
+>()("svc/server/Served") {}
+
 /**
  * Runs the selected services until interrupted (SIGINT/SIGTERM), then shuts down gracefully; every
  * JSON log record of the process names them (`service`).
@@ -35,11 +41,35 @@ export const serve = (
   config: ResolvedConfig,
   services: ReadonlyArray<ServiceId>,
   options: { readonly migrate: boolean }
-) => serveServices(config, services, options).pipe(Effect.provideService(LogService, services.join(",")))
+) =>
+  Effect.gen(function* () {
+    const { ports, metricsPort } = yield* Served
+    const signingKey = config.auth.signingKey
+    const tokenFile =
+      "generated" in signingKey ? yield* writeAdminToken(config, signingKey.generated.privateKeyPath) : undefined
+    yield* printBanner(config, services, tokenFile, ports, metricsPort)
+    return yield* Effect.never
+  }).pipe(Effect.provide(layer(config, services, options)))
+
+/**
+ * The selected services of one process, started: the whole composition of `svc serve` (stores,
+ * authentication, resource and connection services, request events, the proxy data plane, the
+ * worker, the HTTP servers), built in the layer's scope and shut down gracefully when it closes.
+ * `@svc/testing` starts an in-process svc with it.
+ */
+export const layer = (
+  config: ResolvedConfig,
+  services: ReadonlyArray<ServiceId>,
+  options: { readonly migrate: boolean }
+) =>
+  Layer.effect(
+    Served,
+    startServices(config, services, options).pipe(Effect.provideService(LogService, services.join(",")))
+  )
 
 // Untraced: the layers are built here, and a span of this call would be the parent of every span
 // the built services start (their captured context), instead of the request's.
-const serveServices = Effect.fnUntraced(function* (
+const startServices = Effect.fnUntraced(function* (
   config: ResolvedConfig,
   services: ReadonlyArray<ServiceId>,
   options: { readonly migrate: boolean }
@@ -102,8 +132,5 @@ const serveServices = Effect.fnUntraced(function* (
   // Added after the layers, so it runs first on SIGTERM/SIGINT: the servers drain while every
   // service they use is still up; request events are flushed when the layers close after it.
   yield* Effect.addFinalizer(() => drain.drain)
-  const tokenFile =
-    "generated" in signingKey ? yield* writeAdminToken(config, signingKey.generated.privateKeyPath) : undefined
-  yield* printBanner(config, services, tokenFile, boundPorts, metricsPort)
-  return yield* Effect.never
-}, Effect.scoped)
+  return Served.of({ ports: boundPorts, metricsPort })
+})

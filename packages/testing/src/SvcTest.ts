@@ -1,0 +1,151 @@
+/**
+ * An in-process svc for a host application's own tests (docs/testing.md): the api service on an
+ * ephemeral port with the embedded worker, PGlite in a temporary directory (a copy of a migrated
+ * template, prepared by the previous start), the in-memory counter store, a generated signing key, resources
+ * seeded from a fixture object and a fake upstream that records what svc sent. It is the very
+ * composition `svc serve` runs (`@svc/server/Serve`), configured through the real loader.
+ *
+ * `SvcTest.layer(options)` provides `SvcTest`, `SvcClient` (admin token) and `FakeUpstream`, for
+ * `@effect/vitest`'s `it.layer`; `SvcTest.start(options)` is the same as a promise for plain
+ * vitest or jest.
+ */
+import { SvcClient } from "@svc/client/SvcClient"
+import { loadConfig } from "@svc/server/config/ConfigLoader"
+import * as Serve from "@svc/server/Serve"
+import { Clock, Console, Context, Effect, Layer, ManagedRuntime, References } from "effect"
+import type { LogLevel } from "effect/LogLevel"
+import { importPKCS8, SignJWT } from "jose"
+import { randomUUID } from "node:crypto"
+import * as fs from "node:fs/promises"
+import * as os from "node:os"
+import * as path from "node:path"
+import { copyTemplate, prepareSpare, template } from "./DatabaseTemplate.ts"
+import { type Fixture, type SeededResources, seed } from "./Fixture.ts"
+import { FakeUpstream, type Upstream } from "./FakeUpstream.ts"
+
+/** Options of `SvcTest.layer` / `SvcTest.start`; every one is optional. */
+export interface SvcTestOptions {
+  /** The resources to create, or a function of the fake upstream (for `proxy.allowed_hosts`). */
+  readonly fixture?: Fixture | ((context: { readonly upstream: Upstream }) => Fixture)
+  /**
+   * Extra configuration, as a `svc.yaml` document (docs/configuration.md), over the test defaults
+   * (`api.port: 0`, `worker.port: 0`, `outbound.allow_private_networks: true`); a top-level key
+   * given here replaces the default's whole block.
+   */
+  readonly config?: Readonly<Record<string, unknown>>
+  /** Where the migrated database template is kept between runs (default: `<os tmpdir>/svc-testing`). */
+  readonly cacheDir?: string
+  /** svc's own log records below this level are dropped (default `Error`: the embedded default's key-generation warnings are expected here). */
+  readonly logLevel?: LogLevel
+}
+
+/** What a test reads from its svc. */
+export interface SvcTestInfo {
+  /** The api service, `http://127.0.0.1:<port>`. */
+  readonly baseUrl: string
+  /** A token of the configured admin actor (`admin`, every permission under root). */
+  readonly adminToken: string
+  /** Signs a one-hour RS256 token for an actor (its `externalId`) with svc's generated key. */
+  readonly token: (externalId: string, claims?: Readonly<Record<string, unknown>>) => Promise<string>
+  /** The fixture's resources as svc created them. */
+  readonly seeded: SeededResources
+  /** The fake upstream (also provided as `FakeUpstream`). */
+  readonly upstream: Upstream
+  /** The svc data directory of this test (removed when the test's svc stops). */
+  readonly dataDir: string
+}
+
+/** The promise API: `SvcTestInfo`, a way to run client effects, and `stop`. */
+export interface SvcTestHandle extends SvcTestInfo {
+  /** Runs an effect that uses `SvcClient`, `SvcTest` or `FakeUpstream`. */
+  readonly run: <A, E>(effect: Effect.Effect<A, E, SvcTest | SvcClient | FakeUpstream>) => Promise<A>
+  /** Stops svc and the upstream and removes the data directory. */
+  readonly stop: () => Promise<void>
+}
+
+const defaults = {
+  api: { port: 0 },
+  worker: { port: 0 },
+  outbound: { allow_private_networks: true }
+}
+
+const tempDir = Effect.acquireRelease(
+  Effect.promise(() => fs.mkdtemp(path.join(os.tmpdir(), "svc-test-"))),
+  (dir) => Effect.promise(() => fs.rm(dir, { recursive: true, force: true }))
+)
+
+/** Starts svc in a fresh directory; answers its info (the fixture seeded). */
+const start = (options: SvcTestOptions) =>
+  Effect.gen(function* () {
+    const upstream = yield* FakeUpstream
+    const dir = yield* tempDir
+    const dbTemplate = yield* template(options.cacheDir ?? path.join(os.tmpdir(), "svc-testing"))
+    yield* Effect.promise(() => copyTemplate(dbTemplate, path.join(dir, ".svc", "db")))
+    const configPath = path.join(dir, "svc.yaml")
+    // JSON is YAML: the document goes through the same loader and schema as an operator's file.
+    yield* Effect.promise(() => fs.writeFile(configPath, JSON.stringify({ ...defaults, ...options.config })))
+    const config = yield* loadConfig({ configPath, cwd: dir, env: {} }).pipe(Effect.orDie)
+    const served = yield* Layer.build(Serve.layer(config, ["api", "worker"], { migrate: true })).pipe(
+      Effect.map((context) => Context.get(context, Serve.Served)),
+      Effect.orDie
+    )
+    const port = served.ports.get("api")
+    if (port === undefined) return yield* Effect.die(new Error("svc started without an api port"))
+    const baseUrl = `http://127.0.0.1:${port}`
+    const signingKey = config.auth.signingKey
+    if (!("generated" in signingKey)) {
+      return yield* Effect.die(
+        new Error("SvcTest signs tokens with svc's generated key: configure no auth.signing_key")
+      )
+    }
+    const key = yield* Effect.promise(async () =>
+      importPKCS8(await fs.readFile(signingKey.generated.privateKeyPath, "utf8"), "RS256")
+    )
+    const token = (externalId: string, claims: Readonly<Record<string, unknown>> = {}) =>
+      new SignJWT({ ...claims })
+        .setProtectedHeader({ alg: "RS256", typ: "JWT" })
+        .setSubject(externalId)
+        .setIssuedAt()
+        .setExpirationTime("1h")
+        .setJti(randomUUID())
+        .sign(key)
+    const adminToken = yield* Effect.promise(() => token(config.auth.actors[0]?.external_id ?? "admin"))
+    const fixture = typeof options.fixture === "function" ? options.fixture({ upstream }) : (options.fixture ?? {})
+    const seeded = yield* Effect.promise(() => seed(baseUrl, adminToken, fixture))
+    // In the background, while the tests run: the next start (this run's next suite, the next run)
+    // renames a ready copy instead of copying. A copy cut short by the process exiting is removed later.
+    yield* Effect.sync(() => void prepareSpare(dbTemplate))
+    return SvcTest.of({ baseUrl, adminToken, token, seeded, upstream, dataDir: path.join(dir, ".svc") })
+  })
+
+/** The in-process svc of a test. */
+export class SvcTest extends Context.Service<SvcTest, SvcTestInfo>()("@svc/testing/SvcTest") {
+  /** svc started for the layer's lifetime, with `SvcClient` (admin token) and `FakeUpstream`. */
+  static readonly layer = (options: SvcTestOptions = {}): Layer.Layer<SvcTest | SvcClient | FakeUpstream> => {
+    // svc runs on the live clock and console even where a test provides TestClock/TestConsole
+    // (`it.layer` does unless `excludeTestServices`): its timers, windows and expiries are real.
+    const svc = Layer.effect(
+      SvcTest,
+      start(options).pipe(
+        Effect.provideService(Clock.Clock, Clock.Clock.defaultValue()),
+        Effect.provideService(Console.Console, Console.Console.defaultValue()),
+        Effect.provideService(References.MinimumLogLevel, options.logLevel ?? "Error")
+      )
+    )
+    const client = Layer.unwrap(
+      Effect.map(SvcTest, (info) => SvcClient.layer({ baseUrl: info.baseUrl, token: info.adminToken }))
+    )
+    return Layer.provideMerge(client, svc).pipe(Layer.provideMerge(FakeUpstream.layer))
+  }
+
+  /** The promise API: starts svc (with the fixture seeded) and answers a handle; `await handle.stop()` after the tests. */
+  static readonly start = async (options: SvcTestOptions = {}): Promise<SvcTestHandle> => {
+    const runtime = ManagedRuntime.make(SvcTest.layer(options))
+    const context = await runtime.context()
+    return {
+      ...Context.get(context, SvcTest),
+      run: (effect) => runtime.runPromise(effect),
+      stop: () => runtime.dispose()
+    }
+  }
+}
