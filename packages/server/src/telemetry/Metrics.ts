@@ -70,6 +70,9 @@ const define = (info: InstrumentInfo): void => {
  */
 export const prometheusName = (id: string): string => prometheusNames.get(id) ?? id
 
+/** The ids of every metric svc has defined in this process so far (instruments and Effect counters). */
+export const definedMetrics = (): ReadonlyArray<string> => [...prometheusNames.keys()]
+
 /**
  * An incremental Effect counter of svc, for Effect code (`Metric.update(counter, 1)`), recorded
  * in the same registry as everything else and exported under `<name>_total` on Prometheus.

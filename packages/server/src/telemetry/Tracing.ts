@@ -115,6 +115,12 @@ export class ExportedSpan implements Tracer.Span, EncodableSpan {
   readonly sampled: boolean
   /** svc's own span: every attribute kept (svc only sets safe ones). */
   readonly own: boolean
+  /**
+   * An RPC span of effect's cluster (the workflow engine's entity calls, runner messages): client
+   * or server kind, yet none of the spec's spans. It is known by its `rpc.*` attributes, set as it
+   * starts; it is then never exported and its children hang from its parent.
+   */
+  dropped = false
   private readonly sink: SpanSink
 
   constructor(
@@ -147,7 +153,7 @@ export class ExportedSpan implements Tracer.Span, EncodableSpan {
   end(endTime: bigint, exit: Exit.Exit<unknown, unknown>): void {
     if (this.status._tag === "Ended") return
     this.status = { _tag: "Ended", startTime: this.startNanos, endTime, exit }
-    if (!this.sampled) return
+    if (!this.sampled || this.dropped) return
     this.endNanos = endTime
     const failure = failureOf(exit)
     if (failure !== undefined) {
@@ -164,6 +170,7 @@ export class ExportedSpan implements Tracer.Span, EncodableSpan {
   }
 
   attribute(key: string, value: unknown): void {
+    if (!this.own && (key === "rpc.system.name" || key === "rpc.method")) this.dropped = true
     if (this.status._tag === "Ended" || !this.sampled) return
     if (!this.own && !foreignAttributeAllowed(key)) return
     this.attributes.set(key, value)
@@ -239,6 +246,7 @@ export const effectiveParent = (parent: Option.Option<Tracer.AnySpan>): Option.O
   if (parent._tag === "None") return parent
   const span = parent.value
   if (span instanceof TransparentSpan) return span.effective
+  if (span instanceof ExportedSpan && span.dropped) return span.parent
   return span instanceof ExportedSpan || span._tag === "ExternalSpan" ? parent : Option.none()
 }
 
