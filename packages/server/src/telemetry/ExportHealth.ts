@@ -7,7 +7,7 @@
  * line when it recovers. `/healthz` shows the state of each signal (`report`). A 503 or 429 with
  * `Retry-After` holds the next attempt of that signal back for the time asked (capped at 60 s).
  */
-import { Duration, Effect, Result } from "effect"
+import { Clock, Duration, Effect, Result } from "effect"
 import { Headers, HttpClient, type HttpClientError, type HttpClientResponse } from "effect/http"
 import type { Meter } from "./Metrics.ts"
 
@@ -29,7 +29,7 @@ interface Tracked {
   failing: boolean
   error: string | undefined
   failures: number
-  lastLogged: number
+  lastLogged: number | undefined
   holdUntil: number
 }
 
@@ -41,11 +41,7 @@ const signalOf = (url: string): Signal | undefined => {
 }
 
 /** The exporters' health over `meter` (where the failure counter is recorded; undefined: not counted). */
-export const makeExportHealth = (
-  signals: ReadonlyArray<Signal>,
-  meter: Meter | undefined,
-  now: () => number = Date.now
-) => {
+export const makeExportHealth = (signals: ReadonlyArray<Signal>, meter: Meter | undefined) => {
   const failures = meter?.instrument({
     name: "svc.telemetry.export.failures.total",
     description: "OTLP export attempts that failed (non-2xx answer or no answer), by signal.",
@@ -53,19 +49,18 @@ export const makeExportHealth = (
     kind: "counter"
   })
   const tracked = new Map<Signal, Tracked>(
-    signals.map((s) => [s, { failing: false, error: undefined, failures: 0, lastLogged: 0, holdUntil: 0 }])
+    signals.map((s) => [s, { failing: false, error: undefined, failures: 0, lastLogged: undefined, holdUntil: 0 }])
   )
 
   const failed = (signal: Signal, error: string) =>
-    Effect.suspend(() => {
+    Effect.flatMap(Clock.currentTimeMillis, (at) => {
       const t = tracked.get(signal)
       if (t === undefined) return Effect.void
       t.failing = true
       t.error = error
       t.failures++
       failures?.add(1, { signal })
-      const at = now()
-      if (at - t.lastLogged < logEveryMs) return Effect.void
+      if (t.lastLogged !== undefined && at - t.lastLogged < logEveryMs) return Effect.void
       t.lastLogged = at
       return Effect.logWarning(
         `OTLP ${signal} export failed (${error}); ${t.failures} failed attempt(s) so far; retried, then paused 60 s (logged at most once a minute)`
@@ -78,27 +73,28 @@ export const makeExportHealth = (
       if (t === undefined || !t.failing) return Effect.void
       t.failing = false
       t.error = undefined
-      t.lastLogged = 0
       return Effect.logInfo(`OTLP ${signal} export recovered`)
     })
 
   /** Holds the attempt back while a `Retry-After` of its signal runs. */
   const held = (signal: Signal) =>
-    Effect.suspend(() => {
-      const wait = (tracked.get(signal)?.holdUntil ?? 0) - now()
+    Effect.flatMap(Clock.currentTimeMillis, (at) => {
+      const wait = (tracked.get(signal)?.holdUntil ?? 0) - at
       return wait > 0 ? Effect.sleep(Duration.millis(wait)) : Effect.void
     })
 
-  const noteRetryAfter = (signal: Signal, response: HttpClientResponse.HttpClientResponse) => {
-    if (response.status !== 429 && response.status !== 503) return
-    const header = response.headers["retry-after"]
-    if (header === undefined) return
-    const parsed = Headers.parseRetryAfter(header)
-    if (Result.isFailure(parsed)) return
-    const ms = Math.min(Duration.toMillis(Headers.retryAfterDelay(parsed.success, now())), maxHoldMs)
-    const t = tracked.get(signal)
-    if (t !== undefined) t.holdUntil = now() + ms
-  }
+  const noteRetryAfter = (signal: Signal, response: HttpClientResponse.HttpClientResponse) =>
+    Effect.flatMap(Clock.currentTimeMillis, (at) => {
+      if (response.status !== 429 && response.status !== 503) return Effect.void
+      const header = response.headers["retry-after"]
+      if (header === undefined) return Effect.void
+      const parsed = Headers.parseRetryAfter(header)
+      if (Result.isFailure(parsed)) return Effect.void
+      const ms = Math.min(Duration.toMillis(Headers.retryAfterDelay(parsed.success, at)), maxHoldMs)
+      const t = tracked.get(signal)
+      if (t !== undefined) t.holdUntil = at + ms
+      return Effect.void
+    })
 
   /** `client` with every export attempt observed. */
   const observe = <E extends HttpClientError.HttpClientError, R>(client: HttpClient.HttpClient.With<E, R>) =>
@@ -109,8 +105,7 @@ export const makeExportHealth = (
         Effect.andThen(effect),
         Effect.tap((response) => {
           if (response.status >= 200 && response.status <= 299) return succeeded(signal)
-          noteRetryAfter(signal, response)
-          return failed(signal, `http ${response.status}`)
+          return Effect.andThen(noteRetryAfter(signal, response), failed(signal, `http ${response.status}`))
         }),
         Effect.tapError((error) => failed(signal, error.reason._tag))
       )
