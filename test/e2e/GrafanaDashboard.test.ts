@@ -115,6 +115,12 @@ describe("Grafana dashboard", () => {
       for (const name of names) if (!exposed.has(name)) problems.push(`${where}: ${name} is not exposed`)
     }
     expect(problems).toEqual([])
+    // One series per name and label set: no metric defined twice (effect keys a series by its description too).
+    const series = text
+      .split("\n")
+      .filter((l) => l !== "" && !l.startsWith("#"))
+      .map((l) => l.slice(0, l.lastIndexOf(" ")))
+    expect(series.filter((s, i) => series.indexOf(s) !== i)).toEqual([])
   })
 
   it.runIf(promtool)("promtool accepts every expression and lints the exposition clean", async () => {
