@@ -218,8 +218,11 @@ const view = (exports: Array<Export>) => ({
   logs: () => exports.filter((e) => e.signal === "logs").flatMap((e) => decodeLogs(e.bytes))
 })
 
-/** A collector on `127.0.0.1` speaking OTLP/HTTP with protobuf bodies. */
-export const startHttpReceiver = async (): Promise<OtlpReceiver> => {
+/** How the HTTP receiver answers an export (default 200); a non-2xx export is still recorded. */
+export type Answer = (signal: Signal) => { readonly status: number; readonly headers?: Record<string, string> }
+
+/** A collector on `127.0.0.1` speaking OTLP/HTTP with protobuf bodies, answering with `answer`. */
+export const startHttpReceiver = async (answer?: Answer): Promise<OtlpReceiver> => {
   const exports: Array<Export> = []
   const server = http.createServer((request, response) => {
     const chunks: Array<Buffer> = []
@@ -233,7 +236,8 @@ export const startHttpReceiver = async (): Promise<OtlpReceiver> => {
       const headers: Record<string, string> = {}
       for (const [k, v] of Object.entries(request.headers)) if (typeof v === "string") headers[k] = v
       exports.push({ signal, bytes: Buffer.concat(chunks), headers })
-      response.writeHead(200, { "content-type": "application/x-protobuf" }).end()
+      const answered = answer?.(signal) ?? { status: 200 }
+      response.writeHead(answered.status, { "content-type": "application/x-protobuf", ...answered.headers }).end()
     })
   })
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()))
