@@ -14,18 +14,16 @@ import { Cause, Context, type Exit, Fiber, Option, Tracer } from "effect"
 import { requestSpanOf } from "./InboundSpans.ts"
 import type { EncodableSpan } from "./OtlpProtobuf.ts"
 
-/** 16 random bytes as 32 hex digits, drawn from the CSPRNG in 4 KiB blocks. */
-const pool = new Uint8Array(4096)
+/** 8 or 16 random bytes as hex digits, drawn from the CSPRNG in 4 KiB blocks. */
+const pool = Buffer.allocUnsafe(4096)
 let offset = pool.length
-const hex: Array<string> = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"))
 
 export const randomHex = (bytes: 8 | 16): string => {
   if (offset + bytes > pool.length) {
     globalThis.crypto.getRandomValues(pool)
     offset = 0
   }
-  let out = ""
-  for (let i = 0; i < bytes; i++) out += hex[pool[offset + i]!]
+  const out = pool.toString("hex", offset, offset + bytes)
   pool.fill(0, offset, offset + bytes)
   offset += bytes
   return out
