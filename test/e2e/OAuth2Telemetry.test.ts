@@ -11,11 +11,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ConnectionBody, eventually, expectStatus, launch, resources, type Svc } from "../support/Api.ts"
 import { makeBrowser } from "../support/Browser.ts"
 import { authorizationCodeAuth, type OAuthProvider, startOAuthProvider } from "../support/OAuthProvider.ts"
+import { startUpstream, type Upstream } from "../support/Upstream.ts"
 
 const appOrigin = "https://app.example.test"
 const clientSecret = `secret-${randomBytes(16).toString("hex")}`
 
 let provider: OAuthProvider
+let upstream: Upstream
 let svc: Svc
 let connectorId: string
 
@@ -38,6 +40,7 @@ const series = async (metric: string) => {
 
 beforeAll(async () => {
   provider = await startOAuthProvider({ accessTokenTtl: 3600 })
+  upstream = await startUpstream()
   svc = await launch("svc-e2e-oauth2-telemetry-", {
     env: {
       SVC__outbound__allow_private_networks: "true",
@@ -71,6 +74,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await svc?.stop()
   await provider?.close()
+  await upstream?.close()
 })
 
 describe("OAuth2 counters with projected labels (spec 8.3)", () => {
@@ -109,5 +113,44 @@ describe("OAuth2 counters with projected labels (spec 8.3)", () => {
     const oauth2 = text.split("\n").filter((line) => line.startsWith("svc_oauth2_"))
     expect(oauth2.join("\n")).not.toContain(connectorId)
     expect(oauth2.join("\n")).not.toContain("not-projected")
+  }, 90_000)
+
+  it("count the first token of a client-credentials connection as a token exchange, with its labels", async () => {
+    upstream.route("/token", () => ({
+      status: 200,
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        access_token: `at-${randomBytes(8).toString("hex")}`,
+        token_type: "bearer",
+        expires_in: 3600
+      })
+    }))
+    const r = resources(svc)
+    const ns = await r.freshNamespace("ccotel")
+    const connector = await r.publishedConnector(ns, {
+      labels: { team: "connector-team", tier: "silver" },
+      definition: {
+        type: "cc",
+        auth: {
+          type: "oauth2",
+          grant_type: "client_credentials",
+          token_endpoint: `${upstream.origin}/token`,
+          client_auth: "client_secret_post",
+          scopes: [{ name: "read" }]
+        },
+        proxy: { allowed_hosts: [`127.0.0.1:${upstream.port}`], allow_private_networks: true }
+      }
+    })
+    const connection = await r.connection(connector.id, {
+      labels: { team: "blue" },
+      credentials: { client_id: "svc-client", client_secret: "cc-secret" }
+    })
+    expect(connection.state).toBe("configured")
+    expect(await series("svc_oauth2_token_exchange_attempts_total")).toContainEqual({
+      result: "success",
+      svc_label_team: "blue",
+      svc_label_tier: "silver",
+      value: 1
+    })
   }, 90_000)
 })

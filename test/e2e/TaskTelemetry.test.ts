@@ -10,7 +10,7 @@ import { noopTelemetry, Telemetry } from "@svc/server/telemetry/Telemetry"
 import * as TelemetryLayer from "@svc/server/telemetry/TelemetryLayer"
 import { observeTask, queueSizeLayer } from "@svc/server/worker/TaskTelemetry"
 import { TaskRepo, type TaskRow } from "@svc/sql/TaskRepo"
-import { Duration, Effect, Layer, Option } from "effect"
+import { Duration, Effect, Layer, Metric, Option } from "effect"
 import { describe, expect, it } from "vitest"
 import { type OtlpReceiver, startHttpReceiver } from "../support/OtlpReceiver.ts"
 
@@ -84,7 +84,12 @@ describe("task-queue telemetry", () => {
         Effect.gen(function* () {
           yield* runs
           yield* sampleQueue(tasks.queries)
-        }).pipe(Effect.provide(tasks.layer), Effect.provide(telemetryLayer(receiver, true)))
+        }).pipe(
+          Effect.provide(tasks.layer),
+          Effect.provide(telemetryLayer(receiver, true)),
+          // A metric registry of this test's own (the process's default one is shared by the file).
+          Effect.provideService(Metric.MetricRegistry, new Map())
+        )
       )
       await settle(() => receiver.spans().length >= 5 && receiver.points().length > 0)
 
@@ -165,7 +170,8 @@ describe("task-queue telemetry", () => {
             TelemetryLayer.layer({ telemetry: settings, log: { level: "info", format: "text", access: false } }, [
               "worker"
             ])
-          )
+          ),
+          Effect.provideService(Metric.MetricRegistry, new Map())
         )
       )
       // The names the Grafana dashboard (docs/grafana/) queries.

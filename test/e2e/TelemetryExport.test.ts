@@ -9,7 +9,7 @@
  */
 import type { ResolvedTelemetry } from "@svc/server/config/TelemetryConfig"
 import { parseKeyValueList, resolveTelemetry } from "@svc/server/config/TelemetryConfig"
-import { MetricStore, otlpSnapshotter, prometheusText } from "@svc/server/telemetry/MetricStore"
+import { counter, Meter } from "@svc/server/telemetry/Metrics"
 import { LabelProjection } from "@svc/server/telemetry/LabelProjection"
 import { Telemetry } from "@svc/server/telemetry/Telemetry"
 import * as TelemetryLayer from "@svc/server/telemetry/TelemetryLayer"
@@ -21,7 +21,7 @@ import { encodeTraces } from "@svc/server/telemetry/OtlpProtobuf"
 import { type ExportedSpan, makeTracer, parseTraceparent, StatusCode } from "@svc/server/telemetry/Tracing"
 import { HttpServerRequest } from "effect/http"
 import type { IncomingMessage } from "node:http"
-import { Cause, Effect, Exit, Tracer } from "effect"
+import { Cause, Effect, Exit, Metric, Tracer } from "effect"
 import { randomBytes } from "node:crypto"
 import { describe, expect, it } from "vitest"
 import { decodeTraces, type OtlpReceiver, startGrpcReceiver, startHttpReceiver } from "../support/OtlpReceiver.ts"
@@ -113,8 +113,12 @@ const run = async (receiver: OtlpReceiver, overrides: Record<string, unknown> = 
   const layer = TelemetryLayer.layer({ telemetry: settings, log: { level: "info", format: "text", access: false } }, [
     "api"
   ])
-  // Closing the layer flushes every exporter (shutdown flush).
-  return Effect.runPromise(Effect.provide(workload(settings.samplingRatio > 0), layer))
+  // Closing the layer flushes every exporter (shutdown flush). A registry of its own per run.
+  return Effect.runPromise(
+    Effect.provide(workload(settings.samplingRatio > 0), layer).pipe(
+      Effect.provideService(Metric.MetricRegistry, new Map())
+    )
+  )
 }
 
 const settle = async (receiver: OtlpReceiver, done: () => boolean) => {
@@ -301,48 +305,38 @@ describe("telemetry configuration", () => {
     expect([first, second]).toEqual([{ "svc.label.a": "x" }, { "svc.label.a": "other" }])
   })
 
-  it("reports delta temporality as the change since the last successful export", () => {
-    const store = new MetricStore()
-    const counter = store.instrument({ name: "c", description: "", unit: "1", kind: "counter" })
-    const histogram = store.instrument({ name: "h", description: "", unit: "s", kind: "histogram" }, [1])
-    const snapshot = otlpSnapshotter(store, "delta", 0n)
-    counter.add(2, {})
-    histogram.record(0.5, {})
-    const first = snapshot(1n)
-    first.commit()
-    counter.add(3, {})
-    histogram.record(2, {})
-    histogram.record(3, {})
-    const unsent = snapshot(2n)
-    // Not committed (the export failed): the next one still reports since the last success.
-    counter.add(1, {})
-    const second = snapshot(3n)
-    const values = (m: ReturnType<typeof snapshot>) =>
-      (
-        m.metrics as Array<{
-          name: string
-          sum?: { dataPoints: Array<{ asDouble: number }> }
-          histogram?: { dataPoints: Array<{ count: number; bucketCounts: Array<number> }> }
-        }>
-      ).map((x) =>
-        x.sum !== undefined
-          ? [x.name, x.sum.dataPoints[0]?.asDouble]
-          : [x.name, x.histogram?.dataPoints[0]?.count, x.histogram?.dataPoints[0]?.bucketCounts]
-      )
-    expect(values(first)).toEqual([
-      ["c", 2],
-      ["h", 1, [1, 0]]
-    ])
-    expect(values(unsent)).toEqual([
-      ["c", 3],
-      ["h", 2, [0, 2]]
-    ])
-    expect(values(second)).toEqual([
-      ["c", 4],
-      ["h", 2, [0, 2]]
-    ])
-    expect(prometheusText(store)).toContain('h_seconds_bucket{le="+Inf"} 3')
-    expect(prometheusText(store)).toContain("c_total 6")
+  it("formats one registry for Prometheus: svc's instruments and Effect counters, OpenTelemetry names", async () => {
+    const registry: Metric.MetricRegistry = new Map()
+    const meter = new Meter(registry)
+    const c = meter.instrument({ name: "t.c", description: "C.", unit: "1", kind: "counter" })
+    const h = meter.instrument({ name: "t.h", description: "H.", unit: "s", kind: "histogram" }, [1])
+    const g = meter.instrument({ name: "t.active", description: "A.", unit: "{request}", kind: "updown" })
+    c.add(2, { code: 200 })
+    c.add(4, { code: 200 })
+    h.record(0.5, {})
+    h.record(2, {})
+    h.record(3, {})
+    g.add(1, { "svc.service": "api" })
+    g.add(1, { "svc.service": "api" })
+    g.add(-1, { "svc.service": "api" })
+    // An Effect counter updated from Effect code lands in the same registry.
+    const effectCounter = counter("t.effect.dropped", "E.")
+    await Effect.runPromise(
+      Metric.update(effectCounter, 3).pipe(Effect.provideService(Metric.MetricRegistry, registry))
+    )
+    const text = TelemetryLayer.prometheusText(meter)
+    expect(text).toContain("# TYPE t_c_total counter")
+    expect(text).toContain('t_c_total{code="200"} 6')
+    expect(text).toContain("# TYPE t_h_seconds histogram")
+    expect(text).toContain('t_h_seconds_bucket{le="1"} 1')
+    expect(text).toContain('t_h_seconds_bucket{le="+Inf"} 3')
+    expect(text).toContain("t_h_seconds_count 3")
+    expect(text).toContain("# TYPE t_active gauge")
+    expect(text).toContain('t_active{svc_service="api"} 1')
+    expect(text).toContain("t_effect_dropped_total 3")
+    // effect's `unit` attribute gives OTLP its unit; it is never a Prometheus label.
+    expect(text).not.toContain("unit=")
+    expect(meter.series("t.h")).toEqual([{ attributes: {}, value: 5.5, count: 3 }])
   })
 
   it("records a failure escaping a handler as the exception event of its request's server span", () => {

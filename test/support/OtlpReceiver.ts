@@ -2,105 +2,51 @@
  * An in-process OpenTelemetry collector for tests: OTLP over gRPC (`TraceService/Export`,
  * `MetricsService/Export`, `LogsService/Export` on `@grpc/grpc-js`) or over HTTP (`POST
  * /v1/traces|metrics|logs`, protobuf bodies). Every received message is kept as raw bytes (for
- * leak scans) and decoded with a small protobuf wire-format reader into the spans, metric points
- * and log records the tests assert on. The gRPC metadata and HTTP headers of each export are
- * kept too.
+ * leak scans) and decoded with protobufjs and the official opentelemetry-proto definitions (an
+ * oracle independent of svc's encoders) into the spans, metric points and log records the tests
+ * assert on. The gRPC metadata and HTTP headers of each export are kept too.
  */
 import * as grpc from "@grpc/grpc-js"
 import * as http from "node:http"
+import { createRequire } from "node:module"
 
 // ---------------------------------------------------------------------------------------------
-// Protobuf wire format
+// Decoding: protobufjs over the official opentelemetry-proto definitions (compiled by
+// OpenTelemetry's JavaScript project into `@opentelemetry/otlp-transformer`), never svc's code.
 
-type Field = { readonly wire: 0; readonly varint: bigint } | { readonly wire: 1 | 2 | 5; readonly bytes: Buffer }
+type Json = Record<string, unknown> & { readonly [key: string]: unknown }
+interface MessageType {
+  decode(bytes: Uint8Array): unknown
+  toObject(message: unknown, options: Record<string, unknown>): Json
+}
+const proto = createRequire(import.meta.url)("@opentelemetry/otlp-transformer/build/src/generated/root.js")
+  .opentelemetry.proto.collector as Record<string, { v1: Record<string, MessageType> }>
 
-type Message = Map<number, Array<Field>>
+const decodeRequest = (type: MessageType, bytes: Buffer): Json =>
+  type.toObject(type.decode(bytes), { longs: String, enums: Number, bytes: String, defaults: false, arrays: true })
 
-const readVarint = (buf: Buffer, at: { i: number }): bigint => {
-  let result = 0n
-  let shift = 0n
-  for (;;) {
-    const byte = buf[at.i++]
-    if (byte === undefined) throw new Error("truncated varint")
-    result |= BigInt(byte & 0x7f) << shift
-    if ((byte & 0x80) === 0) return result
-    shift += 7n
-  }
-}
-
-export const decodeMessage = (buf: Buffer): Message => {
-  const out: Message = new Map()
-  const at = { i: 0 }
-  while (at.i < buf.length) {
-    const key = Number(readVarint(buf, at))
-    const no = key >>> 3
-    const wire = key & 7
-    let field: Field
-    switch (wire) {
-      case 0:
-        field = { wire: 0, varint: readVarint(buf, at) }
-        break
-      case 1:
-        field = { wire: 1, bytes: buf.subarray(at.i, at.i + 8) }
-        at.i += 8
-        break
-      case 2: {
-        const length = Number(readVarint(buf, at))
-        field = { wire: 2, bytes: buf.subarray(at.i, at.i + length) }
-        at.i += length
-        break
-      }
-      case 5:
-        field = { wire: 5, bytes: buf.subarray(at.i, at.i + 4) }
-        at.i += 4
-        break
-      default:
-        throw new Error(`unsupported wire type ${wire}`)
-    }
-    const list = out.get(no)
-    if (list === undefined) out.set(no, [field])
-    else list.push(field)
-  }
-  return out
-}
-
-const all = (m: Message, no: number): Array<Field> => m.get(no) ?? []
-const one = (m: Message, no: number): Field | undefined => all(m, no)[0]
-const bytesOf = (f: Field | undefined): Buffer => (f !== undefined && f.wire !== 0 ? f.bytes : Buffer.alloc(0))
-const str = (m: Message, no: number): string => bytesOf(one(m, no)).toString("utf8")
-const hex = (m: Message, no: number): string => bytesOf(one(m, no)).toString("hex")
-const sub = (m: Message, no: number): Array<Message> => all(m, no).map((f) => decodeMessage(bytesOf(f)))
-const varint = (m: Message, no: number): number => {
-  const f = one(m, no)
-  return f !== undefined && f.wire === 0 ? Number(f.varint) : 0
-}
-const fixed64 = (m: Message, no: number): bigint => {
-  const b = bytesOf(one(m, no))
-  return b.length === 8 ? b.readBigUInt64LE(0) : 0n
-}
-const double = (m: Message, no: number): number | undefined => {
-  const b = bytesOf(one(m, no))
-  return b.length === 8 ? b.readDoubleLE(0) : undefined
-}
+const list = (value: unknown): Array<Json> => (Array.isArray(value) ? (value as Array<Json>) : [])
+const text = (value: unknown): string => (typeof value === "string" ? value : "")
+const hexOf = (base64: unknown): string => Buffer.from(text(base64), "base64").toString("hex")
 
 export type AttrValue = string | number | boolean | null
 
-const anyValue = (m: Message): AttrValue => {
-  if (m.has(1)) return str(m, 1)
-  if (m.has(2)) return varint(m, 2) !== 0
-  if (m.has(3)) return varint(m, 3)
-  if (m.has(4)) return double(m, 4) ?? null
+const anyValue = (v: Json | undefined): AttrValue => {
+  if (v === undefined) return null
+  if (v.stringValue !== undefined) return text(v.stringValue)
+  if (v.boolValue !== undefined) return v.boolValue === true
+  if (v.intValue !== undefined) return Number(v.intValue)
+  if (v.doubleValue !== undefined) return Number(v.doubleValue)
   return null
 }
 
-const attributes = (m: Message, no: number): Record<string, AttrValue> => {
+const attributes = (value: unknown): Record<string, AttrValue> => {
   const out: Record<string, AttrValue> = {}
-  for (const kv of sub(m, no)) {
-    const value = sub(kv, 2)[0]
-    out[str(kv, 1)] = value === undefined ? null : anyValue(value)
-  }
+  for (const kv of list(value)) out[text(kv.key)] = anyValue(kv.value as Json | undefined)
   return out
 }
+
+const resourceOf = (r: Json): Record<string, AttrValue> => attributes((r.resource as Json | undefined)?.attributes)
 
 // ---------------------------------------------------------------------------------------------
 // OTLP
@@ -146,23 +92,24 @@ export interface ReceivedLog {
 
 export const decodeTraces = (buf: Buffer): Array<ReceivedSpan> => {
   const out: Array<ReceivedSpan> = []
-  for (const rs of sub(decodeMessage(buf), 1)) {
-    const resource = attributes(sub(rs, 1)[0] ?? new Map(), 1)
-    for (const ss of sub(rs, 2)) {
-      for (const s of sub(ss, 2)) {
-        const status = sub(s, 15)[0] ?? new Map()
+  const request = decodeRequest(proto.trace!.v1.ExportTraceServiceRequest!, buf)
+  for (const rs of list(request.resourceSpans)) {
+    const resource = resourceOf(rs)
+    for (const ss of list(rs.scopeSpans)) {
+      for (const s of list(ss.spans)) {
+        const status = (s.status as Json | undefined) ?? {}
         out.push({
           resource,
-          traceId: hex(s, 1),
-          spanId: hex(s, 2),
-          parentSpanId: hex(s, 4),
-          name: str(s, 5),
-          kind: varint(s, 6),
-          startNanos: fixed64(s, 7),
-          endNanos: fixed64(s, 8),
-          attributes: attributes(s, 9),
-          events: sub(s, 11).map((e) => ({ name: str(e, 2), attributes: attributes(e, 3) })),
-          status: { code: varint(status, 3), message: str(status, 2) }
+          traceId: hexOf(s.traceId),
+          spanId: hexOf(s.spanId),
+          parentSpanId: hexOf(s.parentSpanId),
+          name: text(s.name),
+          kind: Number(s.kind ?? 0),
+          startNanos: BigInt(text(s.startTimeUnixNano) || "0"),
+          endNanos: BigInt(text(s.endTimeUnixNano) || "0"),
+          attributes: attributes(s.attributes),
+          events: list(s.events).map((e) => ({ name: text(e.name), attributes: attributes(e.attributes) })),
+          status: { code: Number(status.code ?? 0), message: text(status.message) }
         })
       }
     }
@@ -170,57 +117,49 @@ export const decodeTraces = (buf: Buffer): Array<ReceivedSpan> => {
   return out
 }
 
-const numberPoint = (p: Message): number => {
-  const d = double(p, 4)
-  if (d !== undefined) return d
-  const b = bytesOf(one(p, 6))
-  return b.length === 8 ? Number(b.readBigInt64LE(0)) : 0
-}
+const numberPoint = (p: Json): number =>
+  p.asDouble !== undefined ? Number(p.asDouble) : p.asInt !== undefined ? Number(p.asInt) : 0
 
 export const decodeMetrics = (buf: Buffer): Array<ReceivedPoint> => {
   const out: Array<ReceivedPoint> = []
-  for (const rm of sub(decodeMessage(buf), 1)) {
-    const resource = attributes(sub(rm, 1)[0] ?? new Map(), 1)
-    for (const sm of sub(rm, 2)) {
-      for (const metric of sub(sm, 2)) {
-        const base = { resource, metric: str(metric, 1), unit: str(metric, 3) }
-        for (const g of sub(metric, 5)) {
-          for (const p of sub(g, 1)) {
-            out.push({
-              ...base,
-              type: "gauge",
-              temporality: 0,
-              attributes: attributes(p, 7),
-              value: numberPoint(p),
-              count: 0
-            })
-          }
+  const request = decodeRequest(proto.metrics!.v1.ExportMetricsServiceRequest!, buf)
+  for (const rm of list(request.resourceMetrics)) {
+    const resource = resourceOf(rm)
+    for (const sm of list(rm.scopeMetrics)) {
+      for (const metric of list(sm.metrics)) {
+        const base = { resource, metric: text(metric.name), unit: text(metric.unit) }
+        const gauge = metric.gauge as Json | undefined
+        const sum = metric.sum as Json | undefined
+        const histogram = metric.histogram as Json | undefined
+        for (const p of list(gauge?.dataPoints)) {
+          out.push({
+            ...base,
+            type: "gauge",
+            temporality: 0,
+            attributes: attributes(p.attributes),
+            value: numberPoint(p),
+            count: 0
+          })
         }
-        for (const s of sub(metric, 7)) {
-          const temporality = varint(s, 2)
-          for (const p of sub(s, 1)) {
-            out.push({
-              ...base,
-              type: "sum",
-              temporality,
-              attributes: attributes(p, 7),
-              value: numberPoint(p),
-              count: 0
-            })
-          }
+        for (const p of list(sum?.dataPoints)) {
+          out.push({
+            ...base,
+            type: "sum",
+            temporality: Number(sum?.aggregationTemporality ?? 0),
+            attributes: attributes(p.attributes),
+            value: numberPoint(p),
+            count: 0
+          })
         }
-        for (const h of sub(metric, 9)) {
-          const temporality = varint(h, 2)
-          for (const p of sub(h, 1)) {
-            out.push({
-              ...base,
-              type: "histogram",
-              temporality,
-              attributes: attributes(p, 9),
-              value: double(p, 5) ?? 0,
-              count: Number(fixed64(p, 4))
-            })
-          }
+        for (const p of list(histogram?.dataPoints)) {
+          out.push({
+            ...base,
+            type: "histogram",
+            temporality: Number(histogram?.aggregationTemporality ?? 0),
+            attributes: attributes(p.attributes),
+            value: Number(p.sum ?? 0),
+            count: Number(p.count ?? 0)
+          })
         }
       }
     }
@@ -230,18 +169,18 @@ export const decodeMetrics = (buf: Buffer): Array<ReceivedPoint> => {
 
 export const decodeLogs = (buf: Buffer): Array<ReceivedLog> => {
   const out: Array<ReceivedLog> = []
-  for (const rl of sub(decodeMessage(buf), 1)) {
-    const resource = attributes(sub(rl, 1)[0] ?? new Map(), 1)
-    for (const sl of sub(rl, 2)) {
-      for (const r of sub(sl, 2)) {
-        const body = sub(r, 5)[0]
+  const request = decodeRequest(proto.logs!.v1.ExportLogsServiceRequest!, buf)
+  for (const rl of list(request.resourceLogs)) {
+    const resource = resourceOf(rl)
+    for (const sl of list(rl.scopeLogs)) {
+      for (const r of list(sl.logRecords)) {
         out.push({
           resource,
-          body: body === undefined ? null : anyValue(body),
-          severityText: str(r, 3),
-          traceId: hex(r, 9),
-          spanId: hex(r, 10),
-          attributes: attributes(r, 6)
+          body: anyValue(r.body as Json | undefined),
+          severityText: text(r.severityText),
+          traceId: hexOf(r.traceId),
+          spanId: hexOf(r.spanId),
+          attributes: attributes(r.attributes)
         })
       }
     }
@@ -279,8 +218,11 @@ const view = (exports: Array<Export>) => ({
   logs: () => exports.filter((e) => e.signal === "logs").flatMap((e) => decodeLogs(e.bytes))
 })
 
-/** A collector on `127.0.0.1` speaking OTLP/HTTP with protobuf bodies. */
-export const startHttpReceiver = async (): Promise<OtlpReceiver> => {
+/** How the HTTP receiver answers an export (default 200); a non-2xx export is still recorded. */
+export type Answer = (signal: Signal) => { readonly status: number; readonly headers?: Record<string, string> }
+
+/** A collector on `127.0.0.1` speaking OTLP/HTTP with protobuf bodies, answering with `answer`. */
+export const startHttpReceiver = async (answer?: Answer): Promise<OtlpReceiver> => {
   const exports: Array<Export> = []
   const server = http.createServer((request, response) => {
     const chunks: Array<Buffer> = []
@@ -294,7 +236,8 @@ export const startHttpReceiver = async (): Promise<OtlpReceiver> => {
       const headers: Record<string, string> = {}
       for (const [k, v] of Object.entries(request.headers)) if (typeof v === "string") headers[k] = v
       exports.push({ signal, bytes: Buffer.concat(chunks), headers })
-      response.writeHead(200, { "content-type": "application/x-protobuf" }).end()
+      const answered = answer?.(signal) ?? { status: 200 }
+      response.writeHead(answered.status, { "content-type": "application/x-protobuf", ...answered.headers }).end()
     })
   })
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()))

@@ -23,15 +23,29 @@ export const RunnerState = Schema.Struct({
 export type RunnerState = typeof RunnerState.Type
 
 /**
+ * One OTLP exporter of the process (docs/telemetry.md "Exporter health"): `failing` since its last
+ * attempt failed (`error`: `http <status>` or the transport error's kind), `ok` once one succeeds;
+ * `failures` counts the failed attempts since the start.
+ */
+export const ExporterCheck = Schema.Struct({
+  status: Schema.Literals(["ok", "failing"]),
+  error: Schema.optionalKey(Schema.String),
+  failures: Schema.Int
+}).annotate({ identifier: "ExporterCheck" })
+
+/**
  * Body of `GET /healthz`: overall status and one check per store the service uses; a worker adds
- * its runner's state (`checks.runner` is `unavailable` while it is not registered).
+ * its runner's state (`checks.runner` is `unavailable` while it is not registered). With OTLP
+ * export on, `telemetry` has one entry per exported signal (`traces`, `metrics`, `logs`); a failing
+ * exporter does not make the service unavailable.
  */
 export const Health = Schema.Struct({
   status: Schema.Literals(["ok", "unavailable"]),
   service: ServiceId,
   version: Schema.String,
   checks: Schema.Record(Schema.String, StoreCheck),
-  runner: Schema.optionalKey(RunnerState)
+  runner: Schema.optionalKey(RunnerState),
+  telemetry: Schema.optionalKey(Schema.Record(Schema.String, ExporterCheck))
 }).annotate({ identifier: "Health" })
 export type Health = typeof Health.Type
 

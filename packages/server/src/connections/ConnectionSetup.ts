@@ -41,6 +41,7 @@ import { Notifications } from "../resources/Notifications.ts"
 import * as Present from "../resources/Presenters.ts"
 import * as Kinds from "../resources/ResourceKinds.ts"
 import { type ResourceError, ResourceOps } from "../resources/ResourceOps.ts"
+import { oauth2LabelsOf } from "./OAuth2Labels.ts"
 import { redactConfiguration, validateConfiguration, validateStepValues } from "../resources/SetupConfiguration.ts"
 import { VerifyProbes } from "./VerifyProbes.ts"
 
@@ -334,10 +335,12 @@ export class ConnectionSetup extends Context.Service<
             return yield* progressOf(moved, definition, actor)
           }
           case "credentials": {
-            const stored = yield* credentials.accept(definition, body.values, "body.values", {
-              ...subjectOf(row),
-              actorId: actor.id
-            })
+            const stored = yield* credentials
+              .accept(definition, body.values, "body.values", {
+                ...subjectOf(row),
+                actorId: actor.id
+              })
+              .pipe(oauth2LabelsOf(ops, subjectOf(row)))
             if (stored === undefined) return yield* Effect.die(new Error("accepted credentials are empty"))
             const sealed = yield* secrets.sealCredentials(row, stored)
             const swapped = yield* Effect.orDie(repo.swapCredentials(row.id, row.credentialsEnc, sealed, yield* now))

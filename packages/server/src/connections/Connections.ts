@@ -24,6 +24,7 @@ import { type ListPage, type ListRequest, Listing } from "../resources/Listing.t
 import * as Present from "../resources/Presenters.ts"
 import * as Kinds from "../resources/ResourceKinds.ts"
 import { type ResourceError, ResourceOps } from "../resources/ResourceOps.ts"
+import { oauth2LabelsOf } from "./OAuth2Labels.ts"
 import { redactConfiguration, validateConfiguration } from "../resources/SetupConfiguration.ts"
 
 /** Errors of operations that may call a provider. */
@@ -94,14 +95,16 @@ export class Connections extends Context.Service<
         const definition: ConnectorDefinition = primary.definition
         const setup = yield* validateConfiguration(definition, body.configuration, "body.configuration")
         const identity = { id: makeId("cxn"), namespace }
-        const stored = yield* credentials.accept(definition, body.credentials, "body.credentials", {
-          connectionId: identity.id,
-          namespace,
-          connectorId: connector.id,
-          connectorVersion: primary.version,
-          labels: body.labels ?? {},
-          actorId: actor.id
-        })
+        const stored = yield* credentials
+          .accept(definition, body.credentials, "body.credentials", {
+            connectionId: identity.id,
+            namespace,
+            connectorId: connector.id,
+            connectorVersion: primary.version,
+            labels: body.labels ?? {},
+            actorId: actor.id
+          })
+          .pipe(oauth2LabelsOf(ops, { connectorId: connector.id, labels: body.labels ?? {} }))
         const configurationEnc = yield* secrets.sealConfiguration(identity, setup.configuration)
         const credentialsEnc = stored === undefined ? null : yield* secrets.sealCredentials(identity, stored)
         const row = yield* ops.create(actor, Kinds.connections, {
@@ -139,10 +142,12 @@ export class Connections extends Context.Service<
             code: "credentials_not_accepted"
           })
         }
-        const stored = yield* credentials.accept(definition, input, "body.credentials", {
-          ...subjectOf(current),
-          actorId: actor.id
-        })
+        const stored = yield* credentials
+          .accept(definition, input, "body.credentials", {
+            ...subjectOf(current),
+            actorId: actor.id
+          })
+          .pipe(oauth2LabelsOf(ops, subjectOf(current)))
         if (stored === undefined) return yield* Effect.die(new Error("accepted credentials are empty"))
         const credentialsEnc = yield* secrets.sealCredentials(current, stored)
         const tokenRefreshDueAt = dueAt(definition, stored, config.oauth2.defaultTokenLifetimeMs)

@@ -15,6 +15,7 @@ import { BadGateway, BadRequest, GatewayTimeout, issueDetails, ServiceUnavailabl
 import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { SvcConfig } from "../config/SvcConfig.ts"
 import { fetchClientCredentialsToken, type TokenRequestFailed } from "../oauth/ClientCredentials.ts"
+import { countTokenExchange } from "../oauth/OAuth2Telemetry.ts"
 import { Outbound, type OutboundRequest } from "../outbound/Outbound.ts"
 import { placementProblem } from "../outbound/CredentialInjection.ts"
 import { endpointOptions } from "../outbound/OutboundOptions.ts"
@@ -127,6 +128,9 @@ export class Credentials extends Context.Service<
           }
           return stored
         }).pipe(
+          // The first token of a client-credentials connection is its token exchange (spec 8.3),
+          // counted with the labels the caller provides (`oauth2LabelsOf`).
+          countTokenExchange,
           Effect.withSpan("oauth2.token_exchange", { attributes: { "svc.oauth2.grant_type": "client_credentials" } })
         )
       }

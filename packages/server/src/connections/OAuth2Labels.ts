@@ -8,7 +8,7 @@ import type { CallSubject } from "./LimitedCalls.ts"
  * The labels the OAuth2 counters of a connection's token calls project (spec 8.3): its connector's
  * labels, read only when a counter is recorded (metrics on), then the connection's own.
  */
-export const oauth2LabelsOf = (ops: ResourceOps["Service"], subject: CallSubject) =>
+export const oauth2LabelsOf = (ops: ResourceOps["Service"], subject: Pick<CallSubject, "connectorId" | "labels">) =>
   withOAuth2Labels(
     Effect.map(ops.find(Kinds.connectors, subject.connectorId), (found) => Option.getOrUndefined(found)?.labels),
     subject.labels

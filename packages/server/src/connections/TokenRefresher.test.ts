@@ -39,7 +39,7 @@ import { failureKey } from "./RefreshLease.ts"
 import * as RefreshSweep from "./RefreshSweep.ts"
 import { TokenRefresher } from "./TokenRefresher.ts"
 import { resolveTelemetry } from "../config/TelemetryConfig.ts"
-import { MetricStore } from "../telemetry/MetricStore.ts"
+import { Meter } from "../telemetry/Metrics.ts"
 import { makeTelemetry, Telemetry } from "../telemetry/Telemetry.ts"
 
 /** Metrics on (the Prometheus store only), no exporter; `team` and `tier` labels projected. */
@@ -389,7 +389,7 @@ layer(Test, { timeout: "60 seconds", excludeTestServices: true })(
     )
 
     it.effect("after a 401 without a refresh token: no token request, reason no_refresh_token", () => {
-      const store = new MetricStore()
+      const store = new Meter()
       return Effect.gen(function* () {
         const server = yield* tokenEndpoint(granted("at-unused"))
         const { row, definition } = yield* connection(
@@ -410,9 +410,7 @@ layer(Test, { timeout: "60 seconds", excludeTestServices: true })(
         // spec 8.3: counted as a failed refresh attempt with reason `no_refresh_token`, with the
         // connector's then the connection's labels projected.
         const series = (name: string) =>
-          [...(store.instruments.get(name)?.series.values() ?? [])].map(
-            (s): Record<string, unknown> => ({ ...s.attributes, value: s.value })
-          )
+          store.series(name).map((s): Record<string, unknown> => ({ ...s.attributes, value: s.value }))
         const labels = { "svc.label.team": "red", "svc.label.tier": "gold" }
         assert.deepStrictEqual(series("svc.oauth2.refresh.attempts.total"), [
           { result: "failure", ...labels, value: 1 }

@@ -230,15 +230,13 @@ export class TokenRefresher extends Context.Service<
           const done = yield* settled(target, found)
           if (done !== undefined || found === undefined) return done ?? gone
           const now = yield* Clock.currentTimeMillis
-          const result = yield* Effect.result(
-            tokens
-              .obtain(target.definition, found.credentials, now, target.subject)
-              .pipe(oauth2LabelsOf(ops, target.subject))
-          )
+          const result = yield* Effect.result(tokens.obtain(target.definition, found.credentials, now, target.subject))
           return result._tag === "Failure"
             ? yield* failed(target, found, result.failure, now)
             : yield* store(target, found, result.success, now)
         }).pipe(
+          // The provider call and the refresh counters (`countRefresh`) carry the connection's labels.
+          oauth2LabelsOf(ops, target.subject),
           Effect.withSpan("oauth2.refresh", {
             attributes: {
               "svc.connection_id": target.id,
@@ -300,7 +298,7 @@ export class TokenRefresher extends Context.Service<
               Cause.hasInterruptsOnly(cause)
                 ? Effect.failCause(cause)
                 : Effect.gen(function* () {
-                    yield* countRefresh("failure", "internal_error")
+                    yield* countRefresh("failure", "internal_error").pipe(oauth2LabelsOf(ops, target.subject))
                     yield* Effect.logError(
                       `OAuth2 token refresh of connection ${target.id} failed (internal_error)`,
                       cause

@@ -6,9 +6,9 @@
  * count in the spec 8.3 metrics.
  */
 import type { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
-import { Effect, Metric } from "effect"
+import { Effect } from "effect"
 import { fetchClientCredentialsToken } from "../oauth/ClientCredentials.ts"
-import { countNoRefreshToken } from "../oauth/OAuth2Telemetry.ts"
+import { recordRefresh } from "../oauth/OAuth2Telemetry.ts"
 import { hasRefreshToken, type RefreshFailureReason, refreshTokenSet } from "../oauth/Refresh.ts"
 import { failureMetricReason, type TokenRequestFailed } from "../oauth/TokenRequestFailed.ts"
 import type { Outbound, OutboundRequest, SendOptions } from "../outbound/Outbound.ts"
@@ -33,24 +33,9 @@ export const reauthReasons: ReadonlySet<RefreshFailureReason> = new Set([
 /** After these the token will not come back by retrying: the sweep stops until re-authentication. */
 export const deadReasons: ReadonlySet<RefreshFailureReason> = new Set(["invalid_grant", "no_refresh_token"])
 
-/** `svc.oauth2.refresh.attempts.total{result}` (spec 8.3): refresh attempts and their result. */
-export const refreshAttempts = Metric.counter("svc.oauth2.refresh.attempts.total", {
-  description: "OAuth2 token refresh attempts (refresh_token grant or client-credentials re-fetch), by result",
-  incremental: true
-})
-
-/** `svc.oauth2.refresh.failures.total{reason}` (spec 8.3). */
-export const refreshFailures = Metric.counter("svc.oauth2.refresh.failures.total", {
-  description: "Failed OAuth2 token refreshes, by reason",
-  incremental: true
-})
-
-/** Counts one refresh attempt, and its failure reason when it failed (spec 8.3). */
+/** Counts one refresh attempt, and its failure reason when it failed (spec 8.3; `recordRefresh`). */
 export const countRefresh = (result: "success" | "failure", reason?: RefreshFailureReason): Effect.Effect<void> =>
-  Effect.andThen(
-    Metric.update(Metric.withAttributes(refreshAttempts, { result }), 1),
-    reason === undefined ? Effect.void : Metric.update(Metric.withAttributes(refreshFailures, { reason }), 1)
-  )
+  recordRefresh(result, reason)
 
 /** What `makeTokenSource` needs. */
 export interface TokenSourceDeps {
@@ -119,15 +104,11 @@ export const makeTokenSource = (deps: TokenSourceDeps) => ({
     }
     const token = current.token
     if (!auth.refresh.enabled || !hasRefreshToken(token)) {
-      return Effect.andThen(
-        countNoRefreshToken,
-        Effect.fail({
-          reason: "no_refresh_token",
-          detail: auth.refresh.enabled
-            ? "the provider issued no refresh token"
-            : "refresh is disabled for this connector"
-        } satisfies TokenFailure)
-      )
+      // Counted by the refresher as a failed attempt (`no_refresh_token`), like any failure.
+      return Effect.fail({
+        reason: "no_refresh_token",
+        detail: auth.refresh.enabled ? "the provider issued no refresh token" : "refresh is disabled for this connector"
+      } satisfies TokenFailure)
     }
     return deps.clients.resolve(auth).pipe(
       Effect.mapError((error): TokenFailure => internal(error.message)),

@@ -12,37 +12,22 @@
  */
 import type { RequestEvent } from "@svc/domain/RequestEvent"
 import { RequestEventRepo } from "@svc/sql/RequestEventRepo"
-import {
-  type Cause,
-  Clock,
-  Context,
-  Duration,
-  Effect,
-  Exit,
-  Fiber,
-  Latch,
-  Layer,
-  Metric,
-  type Scope,
-  Semaphore
-} from "effect"
+import { type Cause, Clock, Context, Duration, Effect, Exit, Fiber, Latch, Layer, type Scope, Semaphore } from "effect"
 import { isSqlError } from "effect/sql/SqlError"
 import * as path from "node:path"
 import { SvcConfig } from "../config/SvcConfig.ts"
+import { counter } from "../telemetry/Metrics.ts"
 import { makeJournal } from "./RequestEventJournal.ts"
 import { makeSpool, SpoolError } from "./RequestEventSpool.ts"
 
 /** Events that reached neither the database nor the spool; asserted 0 in tests. */
-export const droppedEvents = Metric.counter("svc.request_events.dropped", {
-  description: "Request events lost: neither the app-metrics database nor the on-disk spool took them",
-  incremental: true
-})
+export const droppedEvents = counter(
+  "svc.request_events.dropped",
+  "Request events lost: neither the app-metrics database nor the on-disk spool took them"
+)
 
 /** Events newly stored in the app-metrics database. */
-export const writtenEvents = Metric.counter("svc.request_events.written", {
-  description: "Request events written to the app-metrics database",
-  incremental: true
-})
+export const writtenEvents = counter("svc.request_events.written", "Request events written to the app-metrics database")
 
 /** How long the flush on close may take before the rest goes to the spool (shutdown is bounded). */
 const closeFlushBound = Duration.millis(1500)

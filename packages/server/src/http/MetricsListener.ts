@@ -2,7 +2,7 @@
  * The Prometheus scrape listener (`telemetry.prometheus`, docs/telemetry.md "Prometheus";
  * SECURITY.md: observability endpoints are not public). One plain Node listener per process,
  * on `telemetry.prometheus.host:port` (loopback and 9464 by default), answering `GET /metrics`
- * with the process's one metric store in the Prometheus text format and 404 to anything else.
+ * with the process's one metric registry (effect's `PrometheusMetrics` format, svc's names) and 404 to anything else.
  * It is none of the service servers: no route of theirs, and none of their inbound telemetry, so
  * a scrape is neither counted as an HTTP request nor traced. It closes with the process's drain.
  */

@@ -1,5 +1,5 @@
 /** Handlers of the unauthenticated `/ping`, `/healthz`, `/livez` and `/readyz` endpoints of every service. */
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { AdminApiV1, ApiV1, PublicApi, WorkerApi } from "@svc/domain/http/Apis"
 import { ServiceUnavailable } from "@svc/domain/Errors"
@@ -11,6 +11,7 @@ import { ServerDrain } from "./Servers.ts"
 import { Health } from "../stores/Health.ts"
 import { version } from "../config/Version.ts"
 import { RunnerStatus } from "../worker/Membership.ts"
+import { TelemetryRuntime } from "../telemetry/TelemetryLayer.ts"
 
 const probeOk: ProbeOk = { status: "ok" }
 
@@ -23,6 +24,7 @@ const handlers = Effect.gen(function* () {
   const runnerStatus = yield* RunnerStatus
   const drain = yield* ServerDrain
   const lag = yield* EventLoopLag
+  const telemetry = Option.getOrUndefined(yield* Effect.serviceOption(TelemetryRuntime))
   // A worker is ready only while its runner is registered and not shutting down.
   const withRunner = (
     ok: boolean,
@@ -42,12 +44,14 @@ const handlers = Effect.gen(function* () {
     ping: () => Effect.succeed("pong"),
     healthz: () =>
       Effect.flatMap(state, (s) => {
+        const exporters = telemetry?.exporters() ?? {}
         const body: HealthBody = {
           status: s.ok ? "ok" : "unavailable",
           service,
           version,
           checks: s.checks,
-          ...(s.runner === undefined ? {} : { runner: s.runner })
+          ...(s.runner === undefined ? {} : { runner: s.runner }),
+          ...(Object.keys(exporters).length === 0 ? {} : { telemetry: exporters })
         }
         return s.ok ? Effect.succeed(body) : Effect.fail(body)
       }),

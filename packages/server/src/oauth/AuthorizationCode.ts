@@ -68,7 +68,7 @@ export const authorizationUrl = (auth: AuthorizationCodeAuth, request: Authoriza
  * one (RFC 6749 5.1); a granted `scope` missing a required scope is `invalid_scope`. No secret
  * (client secret, code, verifier, token) appears in a failure.
  */
-export const exchangeCode = Effect.fn("oauth2.token_exchange")(function* (
+export const exchangeCode = Effect.fnUntraced(function* (
   auth: AuthorizationCodeAuth,
   client: OAuth2Client,
   exchange: CodeExchange,

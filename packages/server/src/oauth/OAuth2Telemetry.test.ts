@@ -1,23 +1,16 @@
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import { resolveTelemetry } from "../config/TelemetryConfig.ts"
-import { MetricStore } from "../telemetry/MetricStore.ts"
+import { Meter } from "../telemetry/Metrics.ts"
 import { makeTelemetry, Telemetry } from "../telemetry/Telemetry.ts"
-import {
-  countNoRefreshToken,
-  countRefresh,
-  countRevocation,
-  countTokenExchange,
-  withOAuth2Labels
-} from "./OAuth2Telemetry.ts"
+import { countRevocation, countTokenExchange, recordRefresh, withOAuth2Labels } from "./OAuth2Telemetry.ts"
 import { TokenRequestFailed } from "./TokenRequestFailed.ts"
 
-const series = (store: MetricStore, name: string) =>
-  [...(store.instruments.get(name)?.series.values() ?? [])].map((s) => ({ ...s.attributes, value: s.value }))
+const series = (store: Meter, name: string) => store.series(name).map((s) => ({ ...s.attributes, value: s.value }))
 
 describe("OAuth2 counters", () => {
   it("count attempts by result and failures by the spec's reason", async () => {
-    const store = new MetricStore()
+    const store = new Meter()
     const telemetry = makeTelemetry(
       resolveTelemetry({ prometheus: { enabled: true } }, {}, []),
       undefined,
@@ -28,26 +21,30 @@ describe("OAuth2 counters", () => {
       Effect.fail(new TokenRequestFailed({ reason, detail: "x" }))
     await Effect.runPromise(
       Effect.gen(function* () {
-        yield* countRefresh(Effect.void)
-        yield* Effect.ignore(countRefresh(failed("invalid_grant")))
-        yield* Effect.ignore(countRefresh(failed("timeout")))
-        yield* Effect.exit(countRefresh(Effect.die("boom")))
+        yield* recordRefresh("success")
+        yield* recordRefresh("failure", "invalid_grant")
+        yield* countTokenExchange(Effect.void)
         yield* Effect.ignore(countTokenExchange(failed("provider_5xx")))
+        yield* Effect.ignore(countTokenExchange(failed("timeout")))
+        yield* Effect.exit(countTokenExchange(Effect.die("boom")))
         yield* countRevocation("access_token")(Effect.void)
         yield* Effect.ignore(countRevocation("refresh_token")(failed("network_error")))
       }).pipe(Effect.provideService(Telemetry, telemetry))
     )
     expect(series(store, "svc.oauth2.refresh.attempts.total")).toEqual([
       { result: "success", value: 1 },
+      { result: "failure", value: 1 }
+    ])
+    expect(series(store, "svc.oauth2.refresh.failures.total")).toEqual([{ reason: "invalid_grant", value: 1 }])
+    expect(series(store, "svc.oauth2.token_exchange.attempts.total")).toEqual([
+      { result: "success", value: 1 },
       { result: "failure", value: 3 }
     ])
-    expect(series(store, "svc.oauth2.refresh.failures.total")).toEqual([
-      { reason: "invalid_grant", value: 1 },
+    expect(series(store, "svc.oauth2.token_exchange.failures.total")).toEqual([
+      { reason: "provider_5xx", value: 1 },
       { reason: "network_error", value: 1 },
       { reason: "internal_error", value: 1 }
     ])
-    expect(series(store, "svc.oauth2.token_exchange.attempts.total")).toEqual([{ result: "failure", value: 1 }])
-    expect(series(store, "svc.oauth2.token_exchange.failures.total")).toEqual([{ reason: "provider_5xx", value: 1 }])
     expect(series(store, "svc.oauth2.revocations.total")).toEqual([
       { revocation_kind: "access_token", result: "success", value: 1 },
       { revocation_kind: "refresh_token", result: "failure", value: 1 }
@@ -55,7 +52,7 @@ describe("OAuth2 counters", () => {
   })
 
   it("carry the connector's then the connection's labels through proxy.metricDimensionLabels, capped", async () => {
-    const store = new MetricStore()
+    const store = new Meter()
     const settings = resolveTelemetry(
       { prometheus: { enabled: true }, proxy: { metricDimensionLabels: ["team", "tier"], metricDimensionValueCap: 1 } },
       {},
@@ -68,10 +65,10 @@ describe("OAuth2 counters", () => {
       Effect.fail(new TokenRequestFailed({ reason, detail: "x" }))
     await Effect.runPromise(
       Effect.gen(function* () {
-        yield* countRefresh(Effect.void).pipe(ofConnection("red"))
+        yield* recordRefresh("success").pipe(ofConnection("red"))
         // A second team value is past the cap of 1: `other`.
-        yield* Effect.ignore(countRefresh(failed("invalid_grant")).pipe(ofConnection("blue")))
-        yield* countNoRefreshToken.pipe(ofConnection("red"))
+        yield* recordRefresh("failure", "invalid_grant").pipe(ofConnection("blue"))
+        yield* recordRefresh("failure", "no_refresh_token").pipe(ofConnection("red"))
         yield* Effect.ignore(countTokenExchange(failed("provider_5xx")).pipe(ofConnection("red")))
         yield* countTokenExchange(Effect.void).pipe(ofConnection("red"))
         yield* countRevocation("access_token")(Effect.void).pipe(ofConnection("red"))
@@ -113,8 +110,8 @@ describe("OAuth2 counters", () => {
       reads++
       return { team: "connector-team" }
     })
-    await Effect.runPromise(countRefresh(Effect.void).pipe(withOAuth2Labels(connector, { team: "red" })))
-    await Effect.runPromise(countNoRefreshToken.pipe(withOAuth2Labels(connector, { team: "red" })))
+    await Effect.runPromise(recordRefresh("success").pipe(withOAuth2Labels(connector, { team: "red" })))
+    await Effect.runPromise(countTokenExchange(Effect.void).pipe(withOAuth2Labels(connector, { team: "red" })))
     expect(reads).toBe(0)
   })
 })

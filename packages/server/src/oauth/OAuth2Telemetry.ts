@@ -62,12 +62,6 @@ export const countOAuth2 =
       })
     )
 
-/** `svc.oauth2.refresh.attempts.total` and `svc.oauth2.refresh.failures.total`. */
-export const countRefresh = countOAuth2((t, reason, layers) => {
-  t.oauth2.refreshAttempt(reason === undefined ? "success" : "failure", layers)
-  if (reason !== undefined) t.oauth2.refreshFailure(reason, layers)
-})
-
 /** `svc.oauth2.token_exchange.attempts.total` and `svc.oauth2.token_exchange.failures.total`. */
 export const countTokenExchange = countOAuth2((t, reason, layers) => {
   t.oauth2.tokenExchangeAttempt(reason === undefined ? "success" : "failure", layers)
@@ -79,16 +73,19 @@ export const countRevocation = (kind: "refresh_token" | "access_token") =>
   countOAuth2((t, reason, layers) => t.oauth2.revocation(kind, reason === undefined ? "success" : "failure", layers))
 
 /**
- * A refresh that cannot be tried (no refresh token, or refresh disabled): decided before any
- * request to the provider, it counts one failed attempt and the failure `no_refresh_token`.
+ * `svc.oauth2.refresh.attempts.total{result}` and, for a failure, `svc.oauth2.refresh.failures.total{reason}`:
+ * one refresh attempt as the refresher saw it end (the refresh_token grant or a client-credentials
+ * re-fetch; a refresh that cannot be tried, `no_refresh_token`, counts as a failed attempt),
+ * with the labels of `OAuth2MetricLabels`. The only place a refresh is counted.
  */
-export const countNoRefreshToken: Effect.Effect<void> = Effect.flatMap(Telemetry, (telemetry) => {
-  if (!telemetry.metering) return Effect.void
-  return Effect.map(
-    Effect.flatMap(OAuth2MetricLabels, (read) => read),
-    (layers) => {
-      telemetry.oauth2.refreshAttempt("failure", layers)
-      telemetry.oauth2.refreshFailure("no_refresh_token", layers)
-    }
-  )
-})
+export const recordRefresh = (result: "success" | "failure", reason?: string): Effect.Effect<void> =>
+  Effect.flatMap(Telemetry, (telemetry) => {
+    if (!telemetry.metering) return Effect.void
+    return Effect.map(
+      Effect.flatMap(OAuth2MetricLabels, (read) => read),
+      (layers) => {
+        telemetry.oauth2.refreshAttempt(result, layers)
+        if (reason !== undefined) telemetry.oauth2.refreshFailure(reason, layers)
+      }
+    )
+  })

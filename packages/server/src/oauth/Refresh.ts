@@ -2,7 +2,6 @@
  * Refreshing an OAuth2 access token (RFC 6749 6), transport-free, and the classification of refresh
  * failures into the reasons of `svc.oauth2.refresh.failures.total` (spec 8.3).
  */
-import { countRefresh } from "./OAuth2Telemetry.ts"
 import { Effect, Schema } from "effect"
 import type { OAuth2AuthorizationCodeAuth, OAuth2TokenSet } from "@svc/domain/ConnectorAuth"
 import { clientAuthenticatedForm, type OAuth2Client, secretForms } from "./ClientAuth.ts"
@@ -29,9 +28,10 @@ export const hasRefreshToken = (token: OAuth2TokenSet): token is RefreshableToke
  * Refreshes `current` (RFC 6749 6: `grant_type=refresh_token`, client authentication, no `scope`
  * so the original scope is kept; `token_params` only add), obtained at `now` (epoch ms). The old
  * refresh token and scope are kept when the answer omits them; `expires_at` is set only from the
- * answer's `expires_in`. No secret (client secret, either token) appears in a failure.
+ * answer's `expires_in`. No secret (client secret, either token) appears in a failure. Neither
+ * a span nor a counter of its own: the refresher's `oauth2.refresh` span and `recordRefresh` are.
  */
-export const refreshTokenSet = Effect.fn("oauth2.refresh")(function* (
+export const refreshTokenSet = Effect.fnUntraced(function* (
   auth: RefreshEndpoint,
   client: OAuth2Client,
   current: RefreshableTokenSet,
@@ -58,7 +58,7 @@ export const refreshTokenSet = Effect.fn("oauth2.refresh")(function* (
     refresh_token: token.refresh_token ?? current.refresh_token,
     ...(token.scope === undefined && current.scope !== undefined ? { scope: current.scope } : {})
   }
-}, countRefresh)
+})
 
 /** The `reason` of `svc.oauth2.refresh.failures.total` (spec 8.3). */
 export const RefreshFailureReason = Schema.Literals([

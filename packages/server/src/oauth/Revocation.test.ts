@@ -1,7 +1,8 @@
 /** Token revocation (RFC 7009): the request on the wire, success whatever the body, failures, no leaked secret. */
 import type { ServerResponse } from "node:http"
 import { assert, describe } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Exit, Tracer } from "effect"
+import { type ExportedSpan, makeTracer, nowNanos } from "../telemetry/Tracing.ts"
 import type { ClientAuthMethod } from "@svc/domain/ConnectorAuth"
 import { type LocalServer, localServer } from "../outbound/testing/LocalServer.ts"
 import { revokeToken } from "./Revocation.ts"
@@ -28,6 +29,24 @@ const revokeWith = (
   })
 
 describe("revokeToken", () => {
+  oauthTest("starts no span of its own: the caller's oauth2.revoke is the one span of a revocation", () =>
+    Effect.gen(function* () {
+      const server = yield* localServer((_request, response) => json(response, 200, ""))
+      const pushed: Array<ExportedSpan> = []
+      const tracer = makeTracer({ push: (span) => pushed.push(span) }, 1)
+      const revoke = tracer.start("oauth2.revoke", "internal", undefined)
+      yield* revokeWith(server).pipe(
+        Effect.provideService(Tracer.ParentSpan, revoke),
+        Effect.provideService(Tracer.Tracer, tracer)
+      )
+      revoke.end(nowNanos(), Exit.void)
+      assert.deepStrictEqual(
+        pushed.map((s) => s.name),
+        ["oauth2.revoke"]
+      )
+    })
+  )
+
   oauthTest("POSTs token and token_type_hint with each client authentication method", () =>
     Effect.gen(function* () {
       const server = yield* localServer((_request, response) => json(response, 200, ""))

@@ -23,7 +23,7 @@ export interface Revocation {
  * reason, a bare 401 `invalid_client`, anything else `provider_error`; outbound failures are
  * `network_error` or `timeout`. Neither the token nor the client secret appears in a failure.
  */
-export const revokeToken = Effect.fn("oauth2.revoke")(
+export const revokeToken = Effect.fnUntraced(
   function* (
     endpoint: string,
     clientAuth: ClientAuthMethod,

@@ -25,6 +25,7 @@ import { Clock, Context, Duration, Effect, Layer, Metric, Option, Random, Scope 
 import { type RateLimitDecision, type RateLimitRuleResult, RateLimitStore } from "../stores/RateLimitStore.ts"
 import { CoolDownReports } from "./CoolDownReports.ts"
 import { RuleCache } from "./RuleCache.ts"
+import { counter } from "../telemetry/Metrics.ts"
 
 /** Why svc answers a request itself (spec 7); `ruleId` is null for a cool-down. */
 export interface Rejection {
@@ -72,19 +73,22 @@ export const connectorCoolDownPolicy = (definition: ConnectorDefinition): CoolDo
 }
 
 /** Rate-limit store failures: each one let a request through unchecked (fail-open). */
-export const storeFailures = Metric.counter("svc.rate_limit.store_failures.total", {
-  description: "Rate-limit checks that failed at the counter store and let the request through (fail-open)"
-})
+export const storeFailures = counter(
+  "svc.rate_limit.store_failures.total",
+  "Rate-limit checks that failed at the counter store and let the request through (fail-open)"
+)
 
 /** Rules skipped for one request because they threw while they were evaluated. */
-export const ruleFailures = Metric.counter("svc.rate_limit.rule_failures.total", {
-  description: "Rate-limit rules skipped for a request because they failed at evaluation"
-})
+export const ruleFailures = counter(
+  "svc.rate_limit.rule_failures.total",
+  "Rate-limit rules skipped for a request because they failed at evaluation"
+)
 
 /** Reports to the `Connection` entity that failed (the cool-down stays local to this process). */
-export const reportFailures = Metric.counter("svc.rate_limit.cool_down_report_failures.total", {
-  description: "Upstream 429 or success reports the Connection entity could not be told"
-})
+export const reportFailures = counter(
+  "svc.rate_limit.cool_down_report_failures.total",
+  "Upstream 429 or success reports the Connection entity could not be told"
+)
 
 /** How long a detached report to the `Connection` entity waits for its answer. */
 const reportTimeout = Duration.seconds(30)

@@ -13,7 +13,7 @@ import type { IncomingMessage, Server, ServerResponse } from "node:http"
 import type { Server as HttpsServer } from "node:https"
 import type { Tracer } from "effect"
 import type { ResolvedTelemetry } from "../config/TelemetryConfig.ts"
-import type { AttributeValue, MetricStore } from "./MetricStore.ts"
+import type { AttributeValue, Meter } from "./Metrics.ts"
 import { inboundSpanOf, type InboundRecord, records } from "./InboundSpans.ts"
 import { instruments } from "./Telemetry.ts"
 import { nowNanos, parseTraceparent, randomHex, StatusCode, type SvcTracer } from "./Tracing.ts"
@@ -151,7 +151,7 @@ export const makeInbound = (options: {
   readonly settings: ResolvedTelemetry
   readonly routes: ReadonlyArray<RouteTemplate>
   readonly tracer: SvcTracer | undefined
-  readonly store: MetricStore | undefined
+  readonly store: Meter | undefined
   readonly accessLog: ((record: AccessRecord) => void) | undefined
 }): Inbound => {
   const { service, settings, tracer, store, accessLog } = options

@@ -1,4 +1,4 @@
-import type { AttributeValue } from "./MetricStore.ts"
+import type { AttributeValue } from "./Metrics.ts"
 
 /** One layer of labels (connector, connection or request), absent when it has none. */
 export type Labels = Readonly<Record<string, string>> | undefined

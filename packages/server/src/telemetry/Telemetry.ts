@@ -17,10 +17,10 @@ import {
   type AttributeValue,
   durationBoundaries,
   type Instrument,
-  type MetricStore,
+  type Meter,
   sizeBoundaries,
   taskDurationBoundaries
-} from "./MetricStore.ts"
+} from "./Metrics.ts"
 import { type Labels, LabelProjection } from "./LabelProjection.ts"
 import { type ExportedSpan, nowNanos, StatusCode, type SvcTracer, traceparentOf } from "./Tracing.ts"
 
@@ -100,7 +100,7 @@ export interface TelemetryApi {
   /** Metrics are recorded (exported over OTLP, or scraped from `/metrics`). */
   readonly metering: boolean
   readonly tracer: SvcTracer | undefined
-  readonly metrics: MetricStore | undefined
+  readonly metrics: Meter | undefined
   /** The inbound span of a Node request (undefined when not traced). */
   readonly spanOf: (request: IncomingMessage) => Tracer.AnySpan | undefined
   readonly startOutbound: (call: OutboundCall) => OutboundSpan
@@ -147,7 +147,7 @@ export const Telemetry = Context.Reference<TelemetryApi>("@svc/server/telemetry/
 })
 
 /** The instruments of spec 8.3. */
-export const instruments = (store: MetricStore) => ({
+export const instruments = (store: Meter) => ({
   serverDuration: store.instrument(
     {
       name: "http.server.request.duration",
@@ -250,7 +250,7 @@ const secondsSince = (start: number) => (performance.now() - start) / 1000
 export const makeTelemetry = (
   settings: ResolvedTelemetry,
   tracer: SvcTracer | undefined,
-  store: MetricStore | undefined,
+  store: Meter | undefined,
   spanOf: (request: IncomingMessage) => Tracer.AnySpan | undefined
 ): TelemetryApi => {
   if (tracer === undefined && store === undefined) return noopTelemetry

@@ -14,18 +14,16 @@ import { Cause, Context, type Exit, Fiber, Option, Tracer } from "effect"
 import { requestSpanOf } from "./InboundSpans.ts"
 import type { EncodableSpan } from "./OtlpProtobuf.ts"
 
-/** 16 random bytes as 32 hex digits, drawn from the CSPRNG in 4 KiB blocks. */
-const pool = new Uint8Array(4096)
+/** 8 or 16 random bytes as hex digits, drawn from the CSPRNG in 4 KiB blocks. */
+const pool = Buffer.allocUnsafe(4096)
 let offset = pool.length
-const hex: Array<string> = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"))
 
 export const randomHex = (bytes: 8 | 16): string => {
   if (offset + bytes > pool.length) {
     globalThis.crypto.getRandomValues(pool)
     offset = 0
   }
-  let out = ""
-  for (let i = 0; i < bytes; i++) out += hex[pool[offset + i]!]
+  const out = pool.toString("hex", offset, offset + bytes)
   pool.fill(0, offset, offset + bytes)
   offset += bytes
   return out
@@ -115,6 +113,12 @@ export class ExportedSpan implements Tracer.Span, EncodableSpan {
   readonly sampled: boolean
   /** svc's own span: every attribute kept (svc only sets safe ones). */
   readonly own: boolean
+  /**
+   * An RPC span of effect's cluster (the workflow engine's entity calls, runner messages): client
+   * or server kind, yet none of the spec's spans. It is known by its `rpc.*` attributes, set as it
+   * starts; it is then never exported and its children hang from its parent.
+   */
+  dropped = false
   private readonly sink: SpanSink
 
   constructor(
@@ -147,7 +151,7 @@ export class ExportedSpan implements Tracer.Span, EncodableSpan {
   end(endTime: bigint, exit: Exit.Exit<unknown, unknown>): void {
     if (this.status._tag === "Ended") return
     this.status = { _tag: "Ended", startTime: this.startNanos, endTime, exit }
-    if (!this.sampled) return
+    if (!this.sampled || this.dropped) return
     this.endNanos = endTime
     const failure = failureOf(exit)
     if (failure !== undefined) {
@@ -164,6 +168,7 @@ export class ExportedSpan implements Tracer.Span, EncodableSpan {
   }
 
   attribute(key: string, value: unknown): void {
+    if (!this.own && (key === "rpc.system.name" || key === "rpc.method")) this.dropped = true
     if (this.status._tag === "Ended" || !this.sampled) return
     if (!this.own && !foreignAttributeAllowed(key)) return
     this.attributes.set(key, value)
@@ -239,6 +244,7 @@ export const effectiveParent = (parent: Option.Option<Tracer.AnySpan>): Option.O
   if (parent._tag === "None") return parent
   const span = parent.value
   if (span instanceof TransparentSpan) return span.effective
+  if (span instanceof ExportedSpan && span.dropped) return span.parent
   return span instanceof ExportedSpan || span._tag === "ExternalSpan" ? parent : Option.none()
 }
 

@@ -14,13 +14,13 @@ import { TestRunner } from "effect/cluster"
 import { WorkflowEngine } from "effect/workflow"
 import { resolveTelemetry } from "../config/TelemetryConfig.ts"
 import { ConnectionDisconnect } from "../connections/ConnectionDisconnect.ts"
-import { MetricStore } from "../telemetry/MetricStore.ts"
+import { Meter } from "../telemetry/Metrics.ts"
 import { makeTelemetry, Telemetry } from "../telemetry/Telemetry.ts"
 import { type ExportedSpan, makeTracer } from "../telemetry/Tracing.ts"
 import * as LifecycleLive from "./LifecycleLive.ts"
 
 const spans: Array<ExportedSpan> = []
-const store = new MetricStore()
+const store = new Meter()
 const telemetry = makeTelemetry(
   resolveTelemetry({ prometheus: { enabled: true } }, {}, []),
   makeTracer({ push: (span) => spans.push(span) }, 1),
@@ -69,7 +69,7 @@ layer(Test, { timeout: "60 seconds", excludeTestServices: true })("task telemetr
         "svc.queue.retry_count": 0
       })
       assert.strictEqual(task[0]!.statusCode, 0)
-      const durations = [...(store.instruments.get("svc.queue.task.duration")?.series.values() ?? [])]
+      const durations = store.series("svc.queue.task.duration")
       assert.deepStrictEqual(
         durations.map((s) => [s.attributes, s.count]),
         [[{ "svc.queue.task_type": "disconnect_all", result: "completed" }, 1]]
