@@ -26,29 +26,31 @@ export const makeNodeServer = (
   observe: RequestObserver,
   hook: RequestHook | undefined
 ) =>
-  Effect.map(NodeHttpServer.make(() => server, options), (listening) =>
-    HttpServer.make({
-      address: listening.address,
-      serve: (app, middleware) =>
-        Effect.gen(function* () {
-          const scope = yield* Scope.fork(yield* Effect.scope, "parallel")
-          const route = yield* NodeHttpServer.makeHandler(app, {
-            scope,
-            // effect's own `serve` passes its middleware the same way (its type is the app's).
-            middleware: middleware as never
+  Effect.map(
+    NodeHttpServer.make(() => server, options),
+    (listening) =>
+      HttpServer.make({
+        address: listening.address,
+        serve: (app, middleware) =>
+          Effect.gen(function* () {
+            const scope = yield* Scope.fork(yield* Effect.scope, "parallel")
+            const route = yield* NodeHttpServer.makeHandler(app, {
+              scope,
+              // effect's own `serve` passes its middleware the same way (its type is the app's).
+              middleware: middleware as never
+            })
+            const onRequest =
+              hook === undefined
+                ? (incoming: IncomingMessage, response: ServerResponse) => {
+                    observe(incoming, response)
+                    route(incoming, response)
+                  }
+                : (incoming: IncomingMessage, response: ServerResponse) => {
+                    observe(incoming, response)
+                    if (!hook(incoming, response)) route(incoming, response)
+                  }
+            server.on("request", onRequest)
+            yield* Effect.addFinalizer(() => Effect.sync(() => server.off("request", onRequest)))
           })
-          const onRequest =
-            hook === undefined
-              ? (incoming: IncomingMessage, response: ServerResponse) => {
-                  observe(incoming, response)
-                  route(incoming, response)
-                }
-              : (incoming: IncomingMessage, response: ServerResponse) => {
-                  observe(incoming, response)
-                  if (!hook(incoming, response)) route(incoming, response)
-                }
-          server.on("request", onRequest)
-          yield* Effect.addFinalizer(() => Effect.sync(() => server.off("request", onRequest)))
-        })
-    })
+      })
   )

@@ -49,7 +49,11 @@ export class DataPlane extends Context.Service<
      * The cold door of `POST /api/v1/connections/{id}/_proxy`: the upstream's answer in an
      * envelope, or svc's own answer (a synthetic 429) as the HTTP response itself.
      */
-    readonly proxy: (actor: AuthenticatedActor, id: string, request: ProxyRequest) => Effect.Effect<EnvelopeAnswer, ProxyError>
+    readonly proxy: (
+      actor: AuthenticatedActor,
+      id: string,
+      request: ProxyRequest
+    ) => Effect.Effect<EnvelopeAnswer, ProxyError>
     /**
      * The cold door of `/api/v1/connections/{id}/_proxy_raw`: answers the caller on `response`
      * directly, streaming; fails only before the upstream answer's head was written.
@@ -134,7 +138,8 @@ export class DataPlane extends Context.Service<
 
         const runFork = Effect.runForkWith(context)
         const logDefect = (cause: Cause.Cause<unknown>) => {
-          if (!Cause.hasInterruptsOnly(cause)) runFork(Effect.logError("unhandled failure while serving a request", cause))
+          if (!Cause.hasInterruptsOnly(cause))
+            runFork(Effect.logError("unhandled failure while serving a request", cause))
         }
         const warmDoor = (service: ServiceId) =>
           makeWarmDoor({

@@ -107,7 +107,11 @@ export const makeExchange = (deps: ExchangeDeps): Exchange => {
   const runFork = Effect.runForkWith(deps.context)
 
   /** Runs a boundary effect: its exit now when it completes synchronously, else when it does. */
-  const runNow = <A>(effect: Effect.Effect<A>, parent: Tracer.AnySpan | undefined, then: (exit: Exit.Exit<A>) => void) => {
+  const runNow = <A>(
+    effect: Effect.Effect<A>,
+    parent: Tracer.AnySpan | undefined,
+    then: (exit: Exit.Exit<A>) => void
+  ) => {
     const fiber = runFork(parent === undefined ? effect : Effect.provideService(effect, Tracer.ParentSpan, parent))
     const exit = fiber.pollUnsafe()
     if (exit !== undefined) then(exit)

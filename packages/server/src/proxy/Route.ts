@@ -103,12 +103,7 @@ export const writeError = (response: ServerResponse, error: ProxyError): void =>
     if (!response.destroyed) response.destroy()
     return
   }
-  writeComplete(
-    response,
-    httpStatusOf(error),
-    { "content-type": "application/json" },
-    JSON.stringify(errorBody(error))
-  )
+  writeComplete(response, httpStatusOf(error), { "content-type": "application/json" }, JSON.stringify(errorBody(error)))
 }
 
 /** Writes the standard 500 (the socket is closed when an answer had begun). */
