@@ -244,7 +244,10 @@ export const makeExchange = (deps: ExchangeDeps): Exchange => {
       const target = this.target
       const limit = target.definition.proxy.max_concurrent_requests
       const entered = gate.enter(target.row.id, limit, target.send.timeouts.connectMs)
-      if (typeof entered === "function") return this.send(entered)
+      if (typeof entered === "function") {
+        this.send(entered)
+        return
+      }
       void entered.then((release) => {
         // A caller that went away while queued hands its slot straight back.
         if (this.finished) release?.()

@@ -122,8 +122,8 @@ export const makeWarmDoor = (deps: WarmDoorDeps): RequestHook => {
     response: ServerResponse
   ): void => {
     const request = readRaw({ request: incoming, response })
-    if (request instanceof BadRequest) return writeError(response, request)
-    run(deps.raw, actor, target, request, warmRawReply(request, logDefect), incoming, response)
+    if (request instanceof BadRequest) writeError(response, request)
+    else run(deps.raw, actor, target, request, warmRawReply(request, logDefect), incoming, response)
   }
 
   const envelope = (
@@ -141,8 +141,8 @@ export const makeWarmDoor = (deps: WarmDoorDeps): RequestHook => {
     incoming.once("error", () => response.destroy())
     incoming.once("end", () => {
       const request = envelopeOf(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size))
-      if (request instanceof BadRequest) return writeError(response, request)
-      run(deps.envelope, actor, target, request, warmEnvelopeReply(response, logDefect), incoming, response)
+      if (request instanceof BadRequest) writeError(response, request)
+      else run(deps.envelope, actor, target, request, warmEnvelopeReply(response, logDefect), incoming, response)
     })
   }
 
