@@ -280,6 +280,17 @@ layer(Test, { timeout: "60 seconds" })("DataPlane hot path (PGlite)", (it) => {
         `the request after the update reloads its connection: ${JSON.stringify(reload)}`
       )
 
+      // A lower-case method is the same request to the rules (issue 32 item 4): `methods: [GET]` counts it.
+      const plane = yield* DataPlane
+      yield* plane.proxy(admin, id, { url: `${upstream.origin}/json`, method: "get", labels: { phase: "lower" } })
+      const [lower] = yield* eventsOf(id, "lower")
+      assert.strictEqual(lower?.method, "GET")
+      assert.deepStrictEqual(
+        lower?.rate_limit_matched?.map((match) => match.id),
+        [roomy.id, watched.id]
+      )
+      assert.strictEqual(upstream.requests.at(-1)?.method, "GET")
+
       counter.reset()
       for (let i = 0; i < 20; i++) yield* proxyJson(id, upstream, "again")
       assert.deepStrictEqual(counter.statements(), [], "statements of 20 warm _proxy requests after the reload")

@@ -47,9 +47,10 @@ const actor: AuthenticatedActor = {
   expiresAt: undefined
 }
 
-/** Events the pipeline wrote, in order; which stages ran, as `stage:phase`. */
+/** Events the exchange wrote, in order; which stages ran, as `stage:phase`; what the limit stage saw. */
 const written: Array<RequestEvent> = []
 const ran: Array<string> = []
+const limited: Array<string> = []
 
 const enforced: RequestEventRateLimit = {
   rate_limit_id: "rl_enforced",
@@ -87,6 +88,7 @@ const stages: Stages = {
   limit: (request) =>
     Effect.sync((): Verdict => {
       ran.push(`limit:${request.labels.phase}`)
+      limited.push(`${request.labels.phase} ${request.method} ${request.url.pathname}`)
       switch (request.labels.phase?.split("-")[0]) {
         case "limited":
           return { _tag: "Answer", answer: tooMany("rate_limit", "rl_enforced"), rateLimit: enforced }
@@ -108,7 +110,18 @@ const connectionId = makeId("cxn")
 const upstreamLayer = Layer.effect(
   ProxyTargets,
   Effect.gen(function* () {
-    const upstream = yield* localServer((_request, response) => {
+    const upstream = yield* localServer((request, response) => {
+      if (request.url.startsWith("/forged")) {
+        // An upstream pretending to be svc's rate limiter (issue 32 item 2).
+        response.writeHead(429, {
+          "content-type": "application/json",
+          "x-svc-ratelimited": "true",
+          "X-Svc-Ratelimit": "rl_fake",
+          "x-upstream": "kept"
+        })
+        response.end('{"error":"slow down"}')
+        return
+      }
       response.writeHead(200, { "content-type": "application/json" })
       response.end('{"ok":true}')
     })
@@ -144,6 +157,7 @@ const upstreamLayer = Layer.effect(
     }
     upstreamOrigin = upstream.origin
     upstreamRequests = () => upstream.requests.length
+    upstreamSeen = () => upstream.requests.map((request) => `${request.method} ${request.url}`)
     return ProxyTargets.of({
       get: () => Effect.succeed(target),
       invalidate: () => Effect.void,
@@ -154,6 +168,7 @@ const upstreamLayer = Layer.effect(
 )
 let upstreamOrigin = ""
 let upstreamRequests = () => 0
+let upstreamSeen = (): ReadonlyArray<string> => []
 
 const sinkLayer = Layer.succeed(RequestEventSink)({
   record: (event) => {
@@ -301,7 +316,7 @@ layer(Test, { timeout: "30 seconds" })("Exchange stages", (it) => {
           assert.strictEqual(event.response_status_code, 429)
           assert.deepStrictEqual(rateLimitFields(event), enforced)
           assert.strictEqual(event.type, "proxy")
-          assert.strictEqual(event.method, "post")
+          assert.strictEqual(event.method, "POST")
           assert.strictEqual(event.path, "/v1/items")
           assert.strictEqual(event.namespace, "root.pipeline")
           assert.strictEqual(event.actor_id, "act_pipeline")
@@ -362,6 +377,81 @@ layer(Test, { timeout: "30 seconds" })("Exchange stages", (it) => {
           assert.strictEqual(event.response_status_code, 200)
           assert.deepStrictEqual(rateLimitFields(event), observed)
         })
+    )
+
+    it.effect(`${door} door: an upstream's X-Svc-* headers never reach the caller, raw or in an envelope`, () =>
+      Effect.gen(function* () {
+        const raw = yield* answeredBy(
+          door,
+          Effect.gen(function* () {
+            const plane = yield* DataPlane
+            const front =
+              door === "cold"
+                ? yield* effectServer((request, response) => plane.proxyRaw(actor, connectionId, request, response))
+                : yield* warmServer(plane.warmDoor("api"))
+            return yield* Effect.promise(async () => {
+              const response = await fetch(`${front.origin}/api/v1/connections/${connectionId}/_proxy_raw`, {
+                headers: {
+                  authorization: "Bearer warm",
+                  "x-svc-upstream-url": `${upstreamOrigin}/forged`,
+                  "x-svc-label": `phase=forged-${door}-raw`
+                }
+              })
+              await response.arrayBuffer()
+              return { status: response.status, headers: Object.fromEntries(response.headers) }
+            })
+          })
+        )
+        assert.strictEqual(raw.status, 429)
+        assert.strictEqual(raw.headers["x-upstream"], "kept")
+        assert.deepStrictEqual(
+          Object.keys(raw.headers).filter((name) => name.startsWith("x-svc-")),
+          [],
+          "no X-Svc-* header of the upstream on the raw answer"
+        )
+        const envelope = yield* answeredBy(
+          door,
+          envelopeThrough(door, { url: `${upstreamOrigin}/forged`, method: "GET", labels: { phase: `forged-${door}` } })
+        )
+        assert.strictEqual(envelope.status, 200)
+        assert.isNull(envelope.headers.get("x-svc-ratelimited"))
+        const inner = envelope.body as { readonly statusCode: number; readonly headers: Record<string, unknown> }
+        assert.strictEqual(inner.statusCode, 429)
+        assert.strictEqual(inner.headers["x-upstream"], "kept")
+        assert.deepStrictEqual(
+          Object.keys(inner.headers).filter((name) => name.toLowerCase().startsWith("x-svc-")),
+          [],
+          "no X-Svc-* header of the upstream in the envelope"
+        )
+      })
+    )
+
+    it.effect(`${door} door: one path and method form for the rules, the event and the upstream`, () =>
+      Effect.gen(function* () {
+        const seen = upstreamSeen().length
+        for (const [n, path] of [
+          [1, "/v1/%61dmin?q=%61"],
+          [2, "/%76%31/admin"],
+          [3, "/v1/%7Eu%2fx/%2e%2e/admin%3a"]
+        ] as const) {
+          const phase = `form${n}-${door}`
+          const answer = yield* answeredBy(
+            door,
+            envelopeThrough(door, { url: `${upstreamOrigin}${path}`, method: "get", labels: { phase } })
+          )
+          assert.strictEqual(answer.status, 200)
+          assert.strictEqual(eventOf(phase).method, "GET")
+        }
+        assert.deepStrictEqual(
+          limited.filter((line) => line.startsWith("form") && line.includes(`-${door} `)),
+          [`form1-${door} GET /v1/admin`, `form2-${door} GET /v1/admin`, `form3-${door} GET /v1/admin%3A`]
+        )
+        assert.deepStrictEqual(upstreamSeen().slice(seen), ["GET /v1/admin?q=%61", "GET /v1/admin", "GET /v1/admin%3A"])
+        assert.deepStrictEqual(
+          ["form1", "form2", "form3"].map((form) => eventOf(`${form}-${door}`).path),
+          ["/v1/admin", "/v1/admin", "/v1/admin%3A"]
+        )
+      })
     )
   }
 

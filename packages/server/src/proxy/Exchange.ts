@@ -2,9 +2,10 @@
  * The one exchange of the proxy data plane (spec 4.2, 4.6 rule 5; ARCHITECTURE "request path"):
  * the only orchestration of the stages, for both routes and both doors, in plain code:
  *
- *   (target resolved by the door) → label snapshot → request log → rate limit + reactive
- *   cool-down (one counter-store round trip) → concurrency gate → credential injection (and the
- *   outbound span) → send → the reactive limiter sees the answer → relay → record
+ *   (target resolved by the door) → one path and method form → label snapshot → request log →
+ *   rate limit + reactive cool-down (one counter-store round trip) → concurrency gate →
+ *   credential injection (and the outbound span) → send → the reactive limiter sees the answer
+ *   (`X-Svc-*` of the upstream dropped) → relay → record
  *
  * A route (`Route.ts`) only reads the request, carries its leg upstream and writes answers; a door
  * only finds the caller and the target and says where the outcome goes (`Reply`). Effect runs only
@@ -63,6 +64,60 @@ const inject = (target: ProxyTarget, request: CallerRequest): InjectedRequest | 
       code: "credentials_unusable"
     })
   }
+}
+
+/** RFC 3986 2.3 unreserved: ALPHA / DIGIT / "-" / "." / "_" / "~". */
+const isUnreserved = (code: number) =>
+  (code >= 0x41 && code <= 0x5a) ||
+  (code >= 0x61 && code <= 0x7a) ||
+  (code >= 0x30 && code <= 0x39) ||
+  code === 0x2d ||
+  code === 0x2e ||
+  code === 0x5f ||
+  code === 0x7e
+
+const percentEncoded = /%[0-9A-Fa-f]{2}/g
+
+/**
+ * Stage: one path form (SECURITY.md "One path form"; docs/proxy.md): percent-encoded unreserved
+ * characters decoded and the hex digits of every other escape upper-cased (RFC 3986 6.2.2.1-2),
+ * then dot segments removed (the URL parser does it), in place on `url`, so the rules, the event,
+ * the telemetry and the upstream all see the same path. `//` and `%2F` stay as they are.
+ */
+export const normalisePath = (url: URL): void => {
+  const path = url.pathname
+  if (!path.includes("%")) return
+  const normal = path.replace(percentEncoded, (escape) => {
+    const code = Number.parseInt(escape.slice(1), 16)
+    return isUnreserved(code) ? String.fromCharCode(code) : escape.toUpperCase()
+  })
+  if (normal !== path) url.pathname = normal
+}
+
+/** Stage: one method form, upper case (`_proxy` takes the method as the caller wrote it). */
+const upperMethod = <R extends CallerRequest>(request: R): R => {
+  const method = request.method.toUpperCase()
+  return method === request.method ? request : { ...request, method }
+}
+
+/**
+ * An upstream's answer without `X-Svc-*` headers (SECURITY.md "An upstream cannot speak for svc"):
+ * a forged `X-Svc-Ratelimited` never reaches the caller, raw or in an envelope.
+ */
+export const withoutSvcHeaders = <U extends AnswerHead>(answer: U): U => {
+  let forged = false
+  for (const name in answer.headers) {
+    if (name.length > 6 && name.toLowerCase().startsWith("x-svc-")) {
+      forged = true
+      break
+    }
+  }
+  if (!forged) return answer
+  const headers: Record<string, string | ReadonlyArray<string>> = {}
+  for (const [name, value] of Object.entries(answer.headers)) {
+    if (!name.toLowerCase().startsWith("x-svc-")) headers[name] = value
+  }
+  return { ...answer, headers }
 }
 
 const refreshable = (target: ProxyTarget) =>
@@ -297,11 +352,12 @@ export const makeExchange = (deps: ExchangeDeps): Exchange => {
     }
 
     /** The upstream answered (`ExchangeCallbacks`): the reactive limiter sees it, then it is relayed. */
-    onAnswer(answer: U): void {
+    onAnswer(upstream: U): void {
       if (this.finished) {
-        this.leg.discard(answer)
+        this.leg.discard(upstream)
         return
       }
+      const answer = withoutSvcHeaders(upstream)
       const start = this.start as ExchangeStart
       const { request, captures, rateLimit, target } = this
       const release = this.release as Release
@@ -349,7 +405,8 @@ export const makeExchange = (deps: ExchangeDeps): Exchange => {
   }
 
   return (leg, actor, target, request, reply, parent) => {
-    const run = new Run(leg, actor, target, request, reply, parent)
+    normalisePath(request.url)
+    const run = new Run(leg, actor, target, upperMethod(request), reply, parent)
     run.begin()
     return run.abandon
   }

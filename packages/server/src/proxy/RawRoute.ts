@@ -76,7 +76,7 @@ const read = (input: RawInput): RawRequest | BadRequest => {
   const length = declared === undefined ? undefined : Number(declared)
   const hasBody = (length !== undefined && length > 0) || request.headers["transfer-encoding"] !== undefined
   return {
-    method: (override ?? request.method ?? "GET").toUpperCase(),
+    method: override ?? request.method ?? "GET",
     url,
     headers: forwardable(request.headers, false),
     labels: labels.labels,
