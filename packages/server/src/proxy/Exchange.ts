@@ -87,9 +87,9 @@ const percentEncoded = /%[0-9A-Fa-f]{2}/g
 export const normalisePath = (url: URL): void => {
   const path = url.pathname
   if (!path.includes("%")) return
-  const normal = path.replace(percentEncoded, (escape) => {
-    const code = Number.parseInt(escape.slice(1), 16)
-    return isUnreserved(code) ? String.fromCharCode(code) : escape.toUpperCase()
+  const normal = path.replace(percentEncoded, (encoded) => {
+    const code = Number.parseInt(encoded.slice(1), 16)
+    return isUnreserved(code) ? String.fromCharCode(code) : encoded.toUpperCase()
   })
   if (normal !== path) url.pathname = normal
 }
