@@ -1,7 +1,8 @@
 /**
  * The one request listener of a service's Node server (`makeNodeServer`): `observe` sees every
  * request first; a request the hook takes never reaches the router; one it leaves reaches the
- * router untouched, body included; the router's own answers are effect's.
+ * router untouched, body included; the router's own answers are effect's; `Expect: 100-continue`
+ * is continued by Node before the listener runs (no upload waits for a timeout).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -54,6 +55,49 @@ describe("makeNodeServer", () => {
       assert.deepStrictEqual(hooked, observed)
       assert.deepStrictEqual(routed, ["POST /cold/b"])
       assert.strictEqual(node.listenerCount("request"), 1, "one request listener")
+    }).pipe(Effect.scoped)
+  )
+
+  it.effect("a request with Expect: 100-continue is continued at once and reaches the hook", () =>
+    Effect.gen(function* () {
+      const node = http.createServer()
+      const server = yield* makeNodeServer(
+        node,
+        { host: "127.0.0.1", port: 0 },
+        () => {},
+        (request, response) => {
+          const chunks: Array<Buffer> = []
+          request.on("data", (chunk: Buffer) => chunks.push(chunk))
+          request.on("end", () => response.end(`hooked ${Buffer.concat(chunks).toString("utf8")}`))
+          return true
+        }
+      )
+      yield* server.serve(Effect.succeed(HttpServerResponse.text("router")))
+      const port = (node.address() as { port: number }).port
+      const answer = yield* Effect.promise(
+        () =>
+          new Promise<string>((resolve, reject) => {
+            const request = http.request({
+              host: "127.0.0.1",
+              port,
+              method: "PUT",
+              path: "/upload",
+              headers: { expect: "100-continue", "content-length": "5" }
+            })
+            // The body is sent only once the server said 100 Continue.
+            request.on("continue", () => request.end("hello"))
+            request.on("response", (response) => {
+              let text = ""
+              response.on("data", (chunk: Buffer) => {
+                text += chunk.toString("utf8")
+              })
+              response.on("end", () => resolve(text))
+            })
+            request.on("error", reject)
+            request.setTimeout(10_000, () => request.destroy(new Error("no answer")))
+          })
+      )
+      assert.strictEqual(answer, "hooked hello")
     }).pipe(Effect.scoped)
   )
 
