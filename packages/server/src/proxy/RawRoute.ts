@@ -62,7 +62,8 @@ const captured = (body: IncomingMessage, capture: BodyCapture) =>
     })
   )
 
-const read = (input: RawInput): RawRequest | BadRequest => {
+/** Reads a raw request (after the target resolved); a 400 when its `X-Svc-*` controls are not valid. */
+export const readRaw = (input: RawInput): RawRequest | BadRequest => {
   const { request } = input
   const url = parseUrl(headerValues(request.headers[upstreamUrlHeader])[0], `header.${upstreamUrlHeader}`)
   if (!(url instanceof URL)) return url
@@ -166,9 +167,6 @@ export const answerRaw = (request: RawRequest, answer: SvcAnswer): void => {
   request.response.writeHead(answer.status, answer.headers)
   request.response.end(answer.body)
 }
-
-/** Reads a raw request (after the target resolved); a 400 when its `X-Svc-*` controls are not valid. */
-export const readRaw = (input: RawInput): RawRequest | BadRequest => read(input)
 
 const whenOver = (answer: StreamedResponse, over: (error: string | undefined) => void) => {
   void answer.done.then((outcome) => over(outcome.error))
