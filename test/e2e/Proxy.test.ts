@@ -76,7 +76,8 @@ beforeAll(async () => {
   })
   await new Promise<void>((resolve) => canary.listen(0, "127.0.0.1", resolve))
   canaryPort = (canary.address() as AddressInfo).port
-  svc = await launch("svc-proxy-")
+  // Answers name the door that took them (`X-Svc-Door`), for "the two doors" below.
+  svc = await launch("svc-proxy-", { env: { SVC__http__door_header: "true" } })
   const r = resources(svc)
   ns = await r.freshNamespace("proxy", { labels: { team: "core" } })
   const connector = await r.publishedConnector(ns, {
@@ -286,11 +287,11 @@ describe("_proxy_raw", () => {
   })
 })
 
-describe("the fast path", () => {
-  /** What a caller can see of an answer: status, headers (but the clock, keep-alive and the request id) and the body (JSON parsed; an envelope's headers but the clock). */
+describe("the two doors", () => {
+  /** What a caller can see of an answer: status, headers (but the clock, keep-alive, the request id and the door) and the body (JSON parsed; an envelope's headers but the clock). */
   const seen = async (response: Response) => {
     const headers = Object.fromEntries(
-      [...response.headers].filter(([name]) => !["date", "keep-alive", "x-request-id"].includes(name))
+      [...response.headers].filter(([name]) => !["date", "keep-alive", "x-request-id", "x-svc-door"].includes(name))
     )
     const text = await response.text()
     let body: unknown = text
@@ -309,7 +310,7 @@ describe("the fast path", () => {
       redirect: "manual"
     })
 
-  it("answers each request as the HttpApi route does: the first use of a token takes the route, the next the fast path", async () => {
+  it("the warm door answers each request as the cold door does: the first use of a token takes the cold door (HttpApi), the next the warm one", async () => {
     const r = resources(svc)
     const externalId = `fast-${ns}`
     await r.create("actors", {
@@ -362,6 +363,21 @@ describe("the fast path", () => {
         envelope({ url: `${upstream.origin}/json`, method: "POST", bodyJson: {}, bodyRaw: "" })
       ],
       [
+        "envelope, not JSON",
+        "_proxy",
+        connectionId,
+        { method: "POST", headers: { "content-type": "application/json" }, body: "{nope" }
+      ],
+      [
+        "envelope, an unknown key",
+        "_proxy",
+        connectionId,
+        envelope({ url: `${upstream.origin}/json`, method: "GET", x: 1 })
+      ],
+      ["envelope, no url", "_proxy", connectionId, envelope({ method: "GET" })],
+      ["envelope, a NUL", "_proxy", connectionId, envelope({ url: `${upstream.origin}/json`, method: "GET\u0000" })],
+      ["raw, no upstream URL", "_proxy_raw", connectionId, { headers: {} }],
+      [
         "raw, JSON answer",
         "_proxy_raw",
         connectionId,
@@ -380,10 +396,21 @@ describe("the fast path", () => {
         { headers: { "x-svc-upstream-url": `http://127.0.0.1:${port}/` } }
       ]
     ]
+    // A request the handler serves (whatever its answer) remembers its caller and loads its connection.
+    const prime: Record<"_proxy" | "_proxy_raw", RequestInit> = {
+      _proxy: envelope({ url: `${upstream.origin}/json`, method: "GET" }),
+      _proxy_raw: { headers: { "x-svc-upstream-url": `${upstream.origin}/json` } }
+    }
     for (const [name, route, id, init] of cases) {
+      const cold = await send(await svc.sign(externalId), route, id, init)
       const token = await svc.sign(externalId)
-      const first = await seen(await send(token, route, id, init))
-      const second = await seen(await send(token, route, id, init))
+      const primed = await send(token, route, id, prime[route])
+      expect([name, primed.headers.get("x-svc-door")]).toEqual([name, "cold"])
+      await primed.arrayBuffer()
+      const warm = await send(token, route, id, init)
+      expect([name, cold.headers.get("x-svc-door"), warm.headers.get("x-svc-door")]).toEqual([name, "cold", "warm"])
+      const first = await seen(cold)
+      const second = await seen(warm)
       expect({ name, ...second }).toEqual({ name, ...first })
     }
   })

@@ -120,6 +120,20 @@ export type ApiError =
   | ServiceUnavailable
   | GatewayTimeout
 
+/**
+ * The HTTP status of an error of the family, read from its class's `httpApiStatus` (the one table
+ * HttpApi itself answers with), for code that renders responses outside HttpApi; 500 otherwise.
+ */
+export const httpStatusOf = (error: ApiError): number => {
+  const annotations = (error.constructor as { readonly ast?: { readonly annotations?: Record<string, unknown> } }).ast
+    ?.annotations
+  const status = annotations?.httpApiStatus
+  return typeof status === "number" ? status : 500
+}
+
+/** The body of the standard 500: never a cause, never a stack. */
+export const internalErrorBody: Body = { error: "internal error", code: "internal_error" }
+
 /** The wire body of an error, for code that renders responses outside HttpApi. */
 export const errorBody = (error: Body): Body =>
   error.details === undefined || error.details.length === 0

@@ -246,7 +246,8 @@ export const resolve = (
     http: {
       maxBodyBytes: file.http?.max_body_bytes ?? 1024 * 1024,
       drainTimeoutMs: durationMs(file.http?.drain_timeout, defaultDrainTimeoutMs),
-      shutdownDelayMs: durationMs(file.http?.shutdown_delay, 0)
+      shutdownDelayMs: durationMs(file.http?.shutdown_delay, 0),
+      doorHeader: file.http?.door_header ?? false
     },
     database,
     appMetricsDatabase,

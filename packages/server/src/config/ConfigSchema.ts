@@ -151,7 +151,9 @@ export const ConfigFile = Schema.Struct({
     Schema.Struct({
       max_body_bytes: Schema.optionalKey(PositiveInt),
       drain_timeout: Schema.optionalKey(DurationString),
-      shutdown_delay: Schema.optionalKey(DurationString)
+      shutdown_delay: Schema.optionalKey(DurationString),
+      /** Tests only: answers name the door that took them (`X-Svc-Door`, docs/proxy.md). */
+      door_header: Schema.optionalKey(Schema.Boolean)
     })
   ),
   database: Schema.optionalKey(DatabaseConfig),

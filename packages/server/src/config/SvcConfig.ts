@@ -91,7 +91,13 @@ export interface ResolvedConfig {
    * `shutdownDelayMs`: on SIGTERM/SIGINT, how long `/readyz` answers 503 while the listeners
    * still serve, before the drain starts (a load balancer stops sending first).
    */
-  readonly http: { readonly maxBodyBytes: number; readonly drainTimeoutMs: number; readonly shutdownDelayMs: number }
+  readonly http: {
+    readonly maxBodyBytes: number
+    readonly drainTimeoutMs: number
+    readonly shutdownDelayMs: number
+    /** Tests only: every answer carries `X-Svc-Door: warm|cold`, the door that took the request (docs/proxy.md). */
+    readonly doorHeader: boolean
+  }
   readonly database: ResolvedDatabase
   /** The app-metrics database; `main` shares the main database (spec 8.2 allows it). */
   readonly appMetricsDatabase: ResolvedDatabase | "main"

@@ -6,7 +6,7 @@ import { type Cause, Effect, type Layer } from "effect"
 import { HttpRouter, HttpServerError, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiError } from "effect/http-api"
 import type { unhandled } from "effect/Types"
-import { type ErrorDetail, errorBody, issueDetails } from "@svc/domain/Errors"
+import { type ErrorDetail, errorBody, internalErrorBody, issueDetails } from "@svc/domain/Errors"
 import { recordRequestException } from "../telemetry/InboundSpans.ts"
 
 /** A standard error response. */
@@ -17,7 +17,7 @@ export const errorResponse = (status: number, error: string, code: string, detai
 
 const schemaRoot = { Params: "path", Query: "query", Headers: "headers", Payload: "body" } as const
 
-const internalError = errorResponse(500, "internal error", "internal_error")
+const internalError = errorResponse(500, internalErrorBody.error, internalErrorBody.code)
 
 /** What to answer for a path no route matches: 401 under `/api/` without valid credentials, else 404. */
 export type NotFoundPolicy = (

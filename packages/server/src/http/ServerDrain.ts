@@ -16,8 +16,8 @@ export interface Drain {
   /** Tracks `server`'s requests from its first one; answers the server. */
   readonly track: <S extends NodeServer>(server: S) => S
   /**
-   * The bookkeeping `track` does on each request of `server`, for a request taken before the
-   * `request` listeners run (the proxy's fast path); idempotent per request.
+   * The bookkeeping `track` does on each request of `server`, for a server whose one request
+   * listener calls it first (`NodeServer.ts`); idempotent per request.
    */
   readonly observer: (server: NodeServer) => (request: http.IncomingMessage, response: http.ServerResponse) => void
   /**

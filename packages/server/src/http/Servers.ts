@@ -31,8 +31,8 @@ import { AdminApiMetadataHttp, ApiMetadataHttp } from "./MetadataHttp.ts"
 import { AdminApiNotificationsHttp, ApiNotificationsHttp, PublicNotificationsHttp } from "./NotificationsHttp.ts"
 import { AdminApiProbesHttp, ApiProbesHttp } from "./ProbesHttp.ts"
 import { DataPlane } from "../proxy/DataPlane.ts"
-import { ProxyCallers } from "../proxy/ProxyCallers.ts"
-import { AdminApiProxyHttp, ApiProxyHttp, installFastPath } from "./ProxyHttp.ts"
+import { makeNodeServer } from "./NodeServer.ts"
+import { AdminApiProxyHttp, ApiProxyHttp } from "./ProxyHttp.ts"
 import { AdminApiRequestEventsHttp, ApiRequestEventsHttp } from "./RequestEventsHttp.ts"
 import { AdminApiResourcesHttp, ApiResourcesHttp, PublicResourcesHttp } from "./ResourcesHttp.ts"
 import { AdminApiSearchHttp } from "./SearchHttp.ts"
@@ -41,10 +41,9 @@ import { errorResponse, layerErrorHandling, type NotFoundPolicy } from "./ErrorH
 import { layerInputGuard } from "./InputGuard.ts"
 import { AdminApiSystemHttp, ApiSystemHttp, PublicSystemHttp, WorkerSystemHttp } from "./SystemHttp.ts"
 import { EventLoopLag } from "./EventLoopLag.ts"
-import { type NodeServer, ServerDrain } from "./ServerDrain.ts"
+import { ServerDrain } from "./ServerDrain.ts"
 
 export { type Drain, makeDrain, ServerDrain } from "./ServerDrain.ts"
-import { observeRequests } from "../telemetry/Inbound.ts"
 import { TelemetryRuntime } from "../telemetry/TelemetryLayer.ts"
 import { layerBuiltInTracerOff, routeTemplates, routerLayer as telemetryRoutes } from "./ServerTelemetry.ts"
 
@@ -144,29 +143,42 @@ export interface TlsMaterial {
   readonly key: Buffer
 }
 
+/** `X-Svc-Door` (tests only, `http.door_header`): which door of the data plane took the request. */
+const doorHeader = "x-svc-door"
+
 const nodeServer = (config: ResolvedConfig, service: ServiceId, tls: TlsMaterial | undefined) =>
   Layer.unwrap(
     Effect.gen(function* () {
       const drain = yield* ServerDrain
-      const plane = yield* Effect.serviceOption(DataPlane)
-      const callers = yield* Effect.serviceOption(ProxyCallers)
+      const plane = yield* DataPlane
       const inbound = (yield* TelemetryRuntime).inbound(service, routeTemplates(service))
-      // The proxy's fast path (issue 16) on the services that serve `_proxy_raw`.
-      const fast = <S extends NodeServer>(server: S): S => {
-        if ((service === "api" || service === "admin-api") && plane._tag === "Some" && callers._tag === "Some") {
-          installFastPath(server, service, plane.value, callers.value, drain.observer(server), config.http.maxBodyBytes)
-        }
-        // Installed last, so outermost: request id, server span, HTTP metrics and access log see
-        // every request, the fast path's too.
-        return observeRequests(drain.track(server), inbound.onRequest)
-      }
+      const node =
+        service === "admin-api" ? https.createServer({ ...serverOptions, ...tls }) : http.createServer(serverOptions)
+      const track = drain.observer(node)
+      // The data plane's warm door on the services that serve `_proxy` and `_proxy_raw`.
+      const warm = service === "api" || service === "admin-api" ? plane.warmDoor(service) : undefined
+      const observe = config.http.doorHeader
+        ? (request: http.IncomingMessage, response: http.ServerResponse) => {
+            track(request, response)
+            inbound.onRequest(request, response)
+            response.setHeader(doorHeader, "cold")
+          }
+        : (request: http.IncomingMessage, response: http.ServerResponse) => {
+            track(request, response)
+            inbound.onRequest(request, response)
+          }
+      const hook =
+        warm !== undefined && config.http.doorHeader
+          ? (request: http.IncomingMessage, response: http.ServerResponse) => {
+              response.setHeader(doorHeader, "warm")
+              if (warm(request, response)) return true
+              response.setHeader(doorHeader, "cold")
+              return false
+            }
+          : warm
       const { host, port } = config.listeners[service]
-      const create = () =>
-        fast(
-          service === "admin-api" ? https.createServer({ ...serverOptions, ...tls }) : http.createServer(serverOptions)
-        )
       // A failed bind is one line naming the key to change (`api.port: 8081 is in use …`).
-      const server = NodeHttpServer.make(create, { host, port }).pipe(
+      const server = makeNodeServer(node, { host, port }, observe, hook).pipe(
         Effect.mapError((e) => listenError(listenerKey(service), host, port, e))
       )
       return Layer.merge(Layer.effect(HttpServer.HttpServer, server), NodeHttpServer.layerHttpServices)

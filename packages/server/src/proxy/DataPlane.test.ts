@@ -55,8 +55,12 @@ import { RateLimits } from "../resources/RateLimits.ts"
 import { CoolDownStore } from "../stores/CoolDownStore.ts"
 import { RateLimitStore } from "../stores/RateLimitStore.ts"
 import { Outbound } from "../outbound/Outbound.ts"
-import { ProxyEvents } from "./ProxyEvents.ts"
-import { ProxyTargets, targetTtl } from "./ProxyTargets.ts"
+import * as ProxyPlane from "./Proxy.ts"
+import { ProxyCallers } from "./ProxyCallers.ts"
+import { targetTtl } from "./ProxyTargets.ts"
+import { warmServer } from "./testing/WarmServer.ts"
+import { ActorDirectory } from "../resources/ActorDirectory.ts"
+import { ActorRepo } from "@svc/sql/ActorRepo"
 import { effectServer } from "../outbound/testing/EffectServer.ts"
 import { type LocalServer, localServer } from "../outbound/testing/LocalServer.ts"
 import { countStatements } from "./testing/QueryCounter.ts"
@@ -66,9 +70,7 @@ import { countStatements } from "./testing/QueryCounter.ts"
 const connectionSupport = Layer.mergeAll(ConnectionSecrets.layerNoDeps, Credentials.layerNoDeps).pipe(
   Layer.provideMerge(Layer.mergeAll(ConnectorDefinitions.layerNoDeps, Outbound.layer))
 )
-const dataPlane = DataPlane.layerNoDeps.pipe(
-  Layer.provide(Layer.mergeAll(ProxyTargets.layerNoDeps, ProxyEvents.layerNoDeps()))
-)
+const dataPlane = ProxyPlane.layerNoDeps.pipe(Layer.provide(ActorDirectory.layerNoDeps))
 /**
  * The limiter over the real rule cache and the in-memory stores; these tests see no upstream 429,
  * so telling the `Connection` entity anything is a failure of the test.
@@ -133,6 +135,7 @@ const Test = services.pipe(
   Layer.provideMerge(
     Layer.mergeAll(
       ResourceRepo.layer,
+      ActorRepo.layer,
       ConnectorRepo.layer,
       ConnectionRepo.layer,
       DataKeyRepo.layer,
@@ -277,6 +280,17 @@ layer(Test, { timeout: "60 seconds" })("DataPlane hot path (PGlite)", (it) => {
         `the request after the update reloads its connection: ${JSON.stringify(reload)}`
       )
 
+      // A lower-case method is the same request to the rules (issue 32 item 4): `methods: [GET]` counts it.
+      const plane = yield* DataPlane
+      yield* plane.proxy(admin, id, { url: `${upstream.origin}/json`, method: "get", labels: { phase: "lower" } })
+      const [lower] = yield* eventsOf(id, "lower")
+      assert.strictEqual(lower?.method, "GET")
+      assert.deepStrictEqual(
+        lower?.rate_limit_matched?.map((match) => match.id),
+        [roomy.id, watched.id]
+      )
+      assert.strictEqual(upstream.requests.at(-1)?.method, "GET")
+
       counter.reset()
       for (let i = 0; i < 20; i++) yield* proxyJson(id, upstream, "again")
       assert.deepStrictEqual(counter.statements(), [], "statements of 20 warm _proxy requests after the reload")
@@ -337,6 +351,56 @@ layer(Test, { timeout: "60 seconds" })("DataPlane hot path (PGlite)", (it) => {
       assert.strictEqual(upstream.requests.length, 31)
       assert.isTrue(upstream.requests.every((request) => request.headers.authorization === `Bearer ${apiKey}`))
       assert.deepStrictEqual(tiers(yield* eventsOf(id, "raw")), times(31, "gold"))
+    })
+  )
+
+  it.effect("warm door: a remembered caller's _proxy_raw and _proxy run no SQL and never reach the cold door", () =>
+    Effect.gen(function* () {
+      const upstream = yield* localServer((request, response) => {
+        response.writeHead(200, { "content-type": "application/json" })
+        response.end(JSON.stringify({ method: request.method, url: request.url }))
+      })
+      const id = yield* connectionTo(upstream, "root.warm")
+      const plane = yield* DataPlane
+      // The cold door loads the target and remembers the caller (as the HttpApi handler does).
+      yield* plane.proxy(admin, id, { url: `${upstream.origin}/cold`, method: "GET" })
+      // A token the callers remember: JWT-shaped, without a nonce (its signature is never read here).
+      const authorization = `Bearer e30.${Buffer.from(JSON.stringify({ sub: "dataplane" })).toString("base64url")}.c2ln`
+      ;(yield* ProxyCallers).remember("api", authorization, admin)
+      const front = yield* warmServer(plane.warmDoor("api"))
+      const counter = yield* mainStatements
+      const before = plane.doors()
+      for (let n = 0; n < 20; n++) {
+        const [rawStatus, rawBody] = yield* Effect.promise(async () => {
+          const response = await fetch(`${front.origin}/api/v1/connections/${id}/_proxy_raw`, {
+            headers: {
+              authorization,
+              "x-svc-upstream-url": `${upstream.origin}/raw?n=${n}`,
+              "x-svc-label": "phase=warm-door"
+            }
+          })
+          return [response.status, (await response.json()) as unknown] as const
+        })
+        assert.deepStrictEqual([rawStatus, rawBody], [200, { method: "GET", url: `/raw?n=${n}` }])
+        const [status, envelope] = yield* Effect.promise(async () => {
+          const response = await fetch(`${front.origin}/api/v1/connections/${id}/_proxy`, {
+            method: "POST",
+            headers: { authorization, "content-type": "application/json" },
+            body: JSON.stringify({
+              url: `${upstream.origin}/env?n=${n}`,
+              method: "PUT",
+              labels: { phase: "warm-door" }
+            })
+          })
+          return [response.status, (await response.json()) as unknown] as const
+        })
+        assert.strictEqual(status, 200)
+        assert.deepStrictEqual((envelope as ProxyResponse).bodyJson, { method: "PUT", url: `/env?n=${n}` })
+      }
+      assert.deepStrictEqual(counter.statements(), [], "statements of 40 warm-door requests")
+      const after = plane.doors()
+      assert.deepStrictEqual({ warm: after.warm - before.warm, cold: after.cold - before.cold }, { warm: 40, cold: 0 })
+      assert.deepStrictEqual(tiers(yield* eventsOf(id, "warm-door")), times(40, "gold"))
     })
   )
 

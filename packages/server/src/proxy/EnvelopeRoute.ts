@@ -1,22 +1,26 @@
 /**
  * The `_proxy` route (spec 4.2, API-CONVENTIONS "Proxy"): the request comes as a JSON envelope
  * with its body inline, the upstream answer is buffered (at most `maxEnvelopeResponseBytes`) and
- * returned as an envelope. The body is in memory, so a 401 can always be retried.
+ * returned as an envelope. The body is in memory, so a 401 can always be retried. svc's own answer
+ * (a synthetic 429) is a real HTTP answer, not an envelope: a caller tells it from a genuine
+ * upstream 429, which arrives inside a 200 envelope.
  */
+import type { ServerResponse } from "node:http"
 import { type ProxyRequest, ProxyResponse } from "@svc/domain/Proxy"
-import { Effect, Schema } from "effect"
+import { type Cause, Effect, Schema } from "effect"
 import { HttpServerResponse } from "effect/http"
-import type { InjectedRequest } from "../outbound/CredentialInjection.ts"
 import type { Outbound, OutboundRequest, OutboundResponse } from "../outbound/Outbound.ts"
 import { responseEnvelope } from "./ResponseEnvelope.ts"
 import {
   badRequest,
   type CallerRequest,
-  type FastRequest,
-  type FastRoute,
   forwardable,
-  type Route,
-  writeComplete
+  type Leg,
+  type ProxyError,
+  type Reply,
+  writeComplete,
+  writeError,
+  writeInternalError
 } from "./Route.ts"
 
 /** Largest upstream response `_proxy` buffers into its envelope. */
@@ -46,76 +50,84 @@ export const readEnvelope = (body: ProxyRequest): EnvelopeRequest | ReturnType<t
 }
 
 /** The upstream request of an envelope with credentials in place. */
-const upstreamRequest = (request: EnvelopeRequest, injected: InjectedRequest): OutboundRequest => ({
-  method: request.method,
-  url: injected.url,
-  headers: injected.headers,
-  ...(request.payload ? { body: request.payload } : {})
-})
+const upstreamRequest = (request: EnvelopeRequest, injected: { url: URL; headers: Record<string, string> }) =>
+  ({
+    method: request.method,
+    url: injected.url,
+    headers: injected.headers,
+    ...(request.payload ? { body: request.payload } : {})
+  }) satisfies OutboundRequest
 
-/** The `_proxy` route over `outbound`. */
-export const envelopeRoute = (
-  outbound: Outbound["Service"]
-): Route<ProxyRequest, EnvelopeRequest, OutboundResponse, ProxyResponse | HttpServerResponse.HttpServerResponse> => ({
-  span: "DataPlane.proxy",
-  read: readEnvelope,
-  send: (request, injected, options, captures) => {
-    const sent = outbound.send(upstreamRequest(request, injected), {
-      ...options,
-      maxResponseBytes: maxEnvelopeResponseBytes
-    })
-    if (captures === undefined) return sent
-    captures.request.push(request.payload ?? empty)
-    return Effect.map(sent, (answer) => {
-      captures.response.push(answer.body)
-      return answer
-    })
-  },
-  whenOver: (_answer, over) => over(undefined),
-  discard: () => {},
-  relay: (_request, answer) => Effect.succeed(responseEnvelope(answer)),
-  // svc's own answer (a synthetic 429) is a real HTTP answer, not an envelope (API-CONVENTIONS
-  // "Proxy"): a caller tells it from a genuine upstream 429, which arrives inside a 200 envelope.
-  answer: (_request, answer) =>
-    Effect.succeed(
-      HttpServerResponse.uint8Array(answer.body, {
-        status: answer.status,
-        headers: answer.headers,
-        contentType: answer.headers["content-type"]
-      })
-    )
-})
-
-/** An envelope the fast path took. */
-export interface FastEnvelopeRequest extends EnvelopeRequest, FastRequest {}
-
-const encodeEnvelope = Schema.encodeSync(ProxyResponse)
-const jsonHeaders = () => ({ "content-type": "application/json" })
-
-/**
- * The `_proxy` route in plain code, for the fast path (`FastExchange.ts`): the same envelope,
- * encoded as HttpApi encodes it, and svc's own answer as the same real HTTP answer.
- */
-export const envelopeFastRoute = (outbound: Outbound["Service"]): FastRoute<FastEnvelopeRequest, OutboundResponse> => ({
+/** The upstream leg of `_proxy` over `outbound`: the answer is buffered under the envelope's cap. */
+export const envelopeLeg = (outbound: Outbound["Service"]): Leg<EnvelopeRequest, OutboundResponse> => ({
   send: (request, injected, options, captures, callbacks) => {
-    captures?.request.push(request.payload ?? empty)
+    if (captures === undefined) {
+      return outbound.sendPlain(
+        upstreamRequest(request, injected),
+        { ...options, maxResponseBytes: maxEnvelopeResponseBytes },
+        callbacks
+      )
+    }
+    captures.request.push(request.payload ?? empty)
     return outbound.sendPlain(
       upstreamRequest(request, injected),
       { ...options, maxResponseBytes: maxEnvelopeResponseBytes },
       {
         onAnswer: (answer) => {
-          captures?.response.push(answer.body)
+          captures.response.push(answer.body)
           callbacks.onAnswer(answer)
         },
-        onFailure: callbacks.onFailure
+        onFailure: (error) => callbacks.onFailure(error)
       }
     )
   },
   whenOver: (_answer, over) => over(undefined),
-  discard: () => {},
-  relay: (request, answer) => {
-    writeComplete(request.response, 200, jsonHeaders(), JSON.stringify(encodeEnvelope(responseEnvelope(answer))))
-    return undefined
-  },
-  answer: (request, answer) => writeComplete(request.response, answer.status, { ...answer.headers }, answer.body)
+  discard: () => {}
+})
+
+const encodeEnvelope = Schema.encodeSync(ProxyResponse)
+
+/**
+ * The warm door's answers of an envelope, written on `response` as HttpApi writes the route's:
+ * the envelope encoded with the route's own schema, svc's own answer as the real HTTP answer.
+ */
+export const warmEnvelopeReply = (
+  response: ServerResponse,
+  logDefect: (cause: Cause.Cause<unknown>) => void
+): Reply<OutboundResponse> => ({
+  error: (error) => writeError(response, error),
+  svc: (answer) => writeComplete(response, answer.status, { ...answer.headers }, answer.body),
+  relay: (answer) =>
+    writeComplete(
+      response,
+      200,
+      { "content-type": "application/json" },
+      JSON.stringify(encodeEnvelope(responseEnvelope(answer)))
+    ),
+  broken: (cause) => {
+    logDefect(cause)
+    writeInternalError(response)
+  }
+})
+
+/** What the cold door's handler returns: the envelope, or svc's own answer as the HTTP response. */
+export type EnvelopeAnswer = ProxyResponse | HttpServerResponse.HttpServerResponse
+
+/** The cold door's answers of an envelope: handed back to the HttpApi handler, which encodes them. */
+export const coldEnvelopeReply = (
+  resume: (effect: Effect.Effect<EnvelopeAnswer, ProxyError>) => void
+): Reply<OutboundResponse> => ({
+  error: (error) => resume(Effect.fail(error)),
+  svc: (answer) =>
+    resume(
+      Effect.succeed(
+        HttpServerResponse.uint8Array(answer.body, {
+          status: answer.status,
+          headers: answer.headers,
+          contentType: answer.headers["content-type"]
+        })
+      )
+    ),
+  relay: (answer) => resume(Effect.succeed(responseEnvelope(answer))),
+  broken: (cause) => resume(Effect.failCause(cause as Cause.Cause<never>))
 })

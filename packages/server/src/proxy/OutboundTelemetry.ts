@@ -1,13 +1,13 @@
 /**
- * The telemetry stage of the pipeline (spec 8.3; ARCHITECTURE "request path": request log →
- * telemetry → …), for the slow and the fast path alike: when credentials are in place the outbound
+ * The telemetry stage of the exchange (spec 8.3; ARCHITECTURE "request path": request log →
+ * telemetry → …), for both doors alike: when credentials are in place the outbound
  * span `HTTP {method}` starts (svc.* attributes, projected labels) and, when the connector's
  * `telemetry.propagateTraceContext` (else `propagation.injectOutboundDefault`) says so, its W3C
  * `traceparent` joins the upstream headers; when the exchange is recorded the span ends with the
  * answer's status and `svc.client.request.duration` is recorded. Undefined with telemetry off:
- * the pipeline then calls nothing of this.
+ * the exchange then calls nothing of this.
  */
-import { Fiber } from "effect"
+import type { Tracer } from "effect"
 import type { InjectedRequest } from "../outbound/CredentialInjection.ts"
 import type { OutboundSpan, TelemetryApi } from "../telemetry/Telemetry.ts"
 import type { ProxyTarget } from "./ProxyTargets.ts"
@@ -20,8 +20,16 @@ const lengthOf = (value: unknown): number | undefined => {
 }
 
 export interface OutboundTelemetry {
-  /** After credential injection, before the send: starts the span, adds `traceparent` when due. */
-  readonly started: <I extends InjectedRequest | E, E>(target: ProxyTarget, request: CallerRequest, injected: I) => I
+  /**
+   * After credential injection, before the send: starts the span under `parent` (the request's
+   * server span), adds `traceparent` when due.
+   */
+  readonly started: <I extends InjectedRequest | E, E>(
+    target: ProxyTarget,
+    request: CallerRequest,
+    injected: I,
+    parent: Tracer.AnySpan | undefined
+  ) => I
   /** With the exchange's event: ends the span (`status` undefined: no answer). */
   readonly ended: (
     request: CallerRequest,
@@ -38,12 +46,9 @@ export const outboundTelemetry = (telemetry: TelemetryApi): OutboundTelemetry | 
   if (!telemetry.tracing && !telemetry.metering) return undefined
   const spans = new WeakMap<CallerRequest, OutboundSpan>()
   return {
-    started: (target, request, injected) => {
+    started: (target, request, injected, parent) => {
       if (!isInjected(injected)) return injected
       const sent: InjectedRequest = injected
-      // The raw route's request is the inbound one; the envelope route runs in its handler's fiber.
-      const incoming = (request as { readonly incoming?: import("node:http").IncomingMessage }).incoming
-      const parent = incoming !== undefined ? telemetry.spanOf(incoming) : Fiber.getCurrent()?.cache.span
       const row = target.row
       const span = telemetry.startOutbound({
         requestType: "proxy",

@@ -1,5 +1,5 @@
 /**
- * The callers the fast path recognises (issue 16): remembered per service and exact header, never
+ * The callers the warm door recognises (issue 16): remembered per service and exact header, never
  * a token with a nonce or without the proxy permission, never past the token's expiry plus the
  * verifier's leeway, and dropped when their actor is invalidated in this process.
  */

@@ -1,5 +1,5 @@
 /**
- * The callers the proxy's fast path recognises without running the bearer middleware (issue 16;
+ * The callers the proxy's warm door recognises without running the bearer middleware (issue 16;
  * docs/performance.md): the exact `Authorization` header of a proxy request the HttpApi route
  * authenticated, with the actor it resolved to, for the service it arrived on.
  *

@@ -16,7 +16,7 @@ import type { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
 import { Conflict, Forbidden, NotFound, ServiceUnavailable } from "@svc/domain/Errors"
 import type { AuthenticatedActor } from "@svc/domain/http/Security"
 import type { ConnectionRow } from "@svc/sql/Rows"
-import { Cache, Cause, Clock, Context, Duration, Effect, Exit, Layer, Option } from "effect"
+import { Cache, Cause, Clock, Context, Duration, Effect, Exit, Layer, MutableHashMap, Option } from "effect"
 import { SvcConfig } from "../config/SvcConfig.ts"
 import { unsubscribedTtl } from "../stores/ChangeFeed.ts"
 import { upstreamOptions } from "../outbound/OutboundOptions.ts"
@@ -87,10 +87,10 @@ export class ProxyTargets extends Context.Service<
      */
     readonly afterUnauthorized: (target: ProxyTarget) => Effect.Effect<ProxyTarget | undefined>
     /**
-     * The fast path's look-up, plain and synchronous: the target of connection `id` when it was
-     * loaded (not served stale) less than `targetTtl` ago, `actor` may proxy through it and it is
-     * configured — exactly when `get` would succeed from its cache; undefined otherwise (the
-     * request takes the `get` path, which loads and answers any error).
+     * The warm door's look-up, plain and synchronous, in the one cache `get` reads: the target of
+     * connection `id` when its entry is loaded (not served stale) and unexpired, `actor` may proxy
+     * through it and it is configured — exactly when `get` would succeed from its cache;
+     * undefined otherwise (the cold door's `get` loads it and answers any error).
      */
     readonly peek: (actor: AuthenticatedActor, id: string) => ProxyTarget | undefined
   }
@@ -134,24 +134,11 @@ export class ProxyTargets extends Context.Service<
       let warnedAt = Number.NEGATIVE_INFINITY
       let failedAt = Number.NEGATIVE_INFINITY
 
-      /**
-       * Targets loaded fresh, with when they were loaded and stop being served (`peek`); the same
-       * lifetime as the cache's, on the same clock.
-       */
-      const fresh = new Map<string, { readonly target: ProxyTarget; readonly at: number; readonly until: number }>()
-      const ttlMs = Duration.toMillis(targetTtl)
-      const unsubscribedMs = Duration.toMillis(unsubscribedTtl)
       const clock = yield* Clock.Clock
 
       const remember = (id: string, found: Option.Option<ProxyTarget>, now: number) => {
         lastKnown.delete(id)
-        fresh.delete(id)
         if (Option.isNone(found)) return
-        fresh.set(id, { target: found.value, at: now, until: now + (changes.live() ? ttlMs : unsubscribedMs) })
-        if (fresh.size > lastKnownCapacity) {
-          const oldest = fresh.keys().next()
-          if (oldest.done !== true) fresh.delete(oldest.value)
-        }
         lastKnown.set(id, { target: found.value, at: now })
         if (lastKnown.size > lastKnownCapacity) {
           const oldest = lastKnown.keys().next()
@@ -188,8 +175,8 @@ export class ProxyTargets extends Context.Service<
 
       /**
        * The latest load of each connection being loaded. An invalidation forgets it: that load may
-       * have read the row before the write, so the fast path does not keep what it answers (nor
-       * an older load overtaken by a newer one).
+       * have read the row before the write, so its answer is not kept as the last known state (nor
+       * that of an older load overtaken by a newer one).
        */
       const loading = new Map<string, number>()
       let loads = 0
@@ -232,11 +219,9 @@ export class ProxyTargets extends Context.Service<
         Effect.suspend(() => {
           loading.delete(id)
           lastKnown.delete(id)
-          fresh.delete(id)
           return Cache.invalidate(cache, id)
         })
       changes.onChange((id) => {
-        fresh.delete(id)
         loading.delete(id)
         // Eviction is synchronous bookkeeping; run it detached from the writer's fiber.
         Effect.runFork(invalidate(id))
@@ -244,7 +229,6 @@ export class ProxyTargets extends Context.Service<
       // Notices of other processes may have been missed: nothing cached is trusted any more (the
       // last known states stay, for stale-if-error only).
       changes.onLost(() => {
-        fresh.clear()
         loading.clear()
         Effect.runFork(Cache.invalidateAll(cache))
       })
@@ -285,15 +269,17 @@ export class ProxyTargets extends Context.Service<
           return { ...target, credentials: renewed }
         })
 
+      /** The cache's own entry of `id`, read in place: the same entry, expiry and clock `get` uses. */
       const peek = (actor: AuthenticatedActor, id: string): ProxyTarget | undefined => {
-        const entry = fresh.get(id)
-        if (entry === undefined) return undefined
-        const now = clock.currentTimeMillisUnsafe()
-        if (now >= entry.until || (now - entry.at >= unsubscribedMs && !changes.live())) {
-          fresh.delete(id)
+        const entry = MutableHashMap.get(cache.map, id)
+        if (Option.isNone(entry)) return undefined
+        const { expiresAt, fiber } = entry.value
+        if (expiresAt === undefined || clock.currentTimeMillisUnsafe() >= expiresAt) return undefined
+        const exit = fiber.pollUnsafe()
+        if (exit === undefined || Exit.isFailure(exit) || exit.value.stale || Option.isNone(exit.value.found)) {
           return undefined
         }
-        const target = entry.target
+        const target = exit.value.found.value
         if (target.row.state !== "configured") return undefined
         return ops.allowed(actor, Kinds.connections, "proxy", target.row.namespace, id) ? target : undefined
       }

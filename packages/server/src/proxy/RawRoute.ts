@@ -8,12 +8,22 @@ import type { IncomingMessage, ServerResponse } from "node:http"
 import { Transform } from "node:stream"
 import type { BadRequest } from "@svc/domain/Errors"
 import { labelHeader, parseLabelHeaders, upstreamUrlHeader } from "@svc/domain/Proxy"
-import { Effect } from "effect"
+import { type Cause, Effect } from "effect"
 import type { BodyCapture } from "../events/BodyCapture.ts"
 import type { InjectedRequest } from "../outbound/CredentialInjection.ts"
 import type { ChunkObserver, Outbound, OutboundRequest, StreamedResponse } from "../outbound/Outbound.ts"
 import { logSafeTarget, OutboundError, outboundHttpError } from "../outbound/OutboundError.ts"
-import { badRequest, type Captures, type FastRequest, type FastRoute, forwardable, type Route } from "./Route.ts"
+import {
+  badRequest,
+  type Captures,
+  forwardable,
+  type Leg,
+  type NodeRequest,
+  type ProxyError,
+  type Reply,
+  writeError,
+  writeInternalError
+} from "./Route.ts"
 import type { SvcAnswer } from "./Stages.ts"
 
 /** What the raw handler hands over: the Node request and the response to write on. */
@@ -23,7 +33,7 @@ export interface RawInput {
 }
 
 /** A raw request: the body still unread on `incoming`. */
-export interface RawRequest extends FastRequest {
+export interface RawRequest extends NodeRequest {
   readonly hasBody: boolean
   /** The declared body length, when it is one. */
   readonly contentLength: number | undefined
@@ -52,7 +62,8 @@ const captured = (body: IncomingMessage, capture: BodyCapture) =>
     })
   )
 
-const read = (input: RawInput): RawRequest | BadRequest => {
+/** Reads a raw request (after the target resolved); a 400 when its `X-Svc-*` controls are not valid. */
+export const readRaw = (input: RawInput): RawRequest | BadRequest => {
   const { request } = input
   const url = parseUrl(headerValues(request.headers[upstreamUrlHeader])[0], `header.${upstreamUrlHeader}`)
   if (!(url instanceof URL)) return url
@@ -66,7 +77,7 @@ const read = (input: RawInput): RawRequest | BadRequest => {
   const length = declared === undefined ? undefined : Number(declared)
   const hasBody = (length !== undefined && length > 0) || request.headers["transfer-encoding"] !== undefined
   return {
-    method: (override ?? request.method ?? "GET").toUpperCase(),
+    method: override ?? request.method ?? "GET",
     url,
     headers: forwardable(request.headers, false),
     labels: labels.labels,
@@ -157,9 +168,6 @@ export const answerRaw = (request: RawRequest, answer: SvcAnswer): void => {
   request.response.end(answer.body)
 }
 
-/** Reads a raw request (after the target resolved); a 400 when its `X-Svc-*` controls are not valid. */
-export const readRaw = (input: RawInput): RawRequest | BadRequest => read(input)
-
 const whenOver = (answer: StreamedResponse, over: (error: string | undefined) => void) => {
   void answer.done.then((outcome) => over(outcome.error))
 }
@@ -168,30 +176,50 @@ const discard = (answer: StreamedResponse) => {
   answer.body.destroy()
 }
 
-/** The `_proxy_raw` route over `outbound`. */
-export const rawRoute = (outbound: Outbound["Service"]): Route<RawInput, RawRequest, StreamedResponse, void> => ({
-  span: "DataPlane.proxyRaw",
-  read,
-  send: (request, injected, options, captures) =>
-    outbound.stream(rawOutbound(request, injected, captures), options, responseObserver(captures)),
+/** The upstream leg of `_proxy_raw` over `outbound`: both bodies stream. */
+export const rawLeg = (outbound: Outbound["Service"]): Leg<RawRequest, StreamedResponse> => ({
+  send: (request, injected, options, captures, callbacks) =>
+    outbound.streamPlain(rawOutbound(request, injected, captures), options, responseObserver(captures), callbacks),
   whenOver,
-  discard,
-  relay: (request, answer) =>
-    Effect.callback<void, ReturnType<typeof unrelayable>>((resume) => {
-      const failed = relayRaw(request, answer, () => resume(Effect.void))
-      if (failed !== undefined) resume(Effect.fail(failed))
-    }),
-  answer: (request, answer) => Effect.sync(() => answerRaw(request, answer))
+  discard
 })
 
 const relayed = () => {}
 
-/** The `_proxy_raw` route in plain code, for the fast path (`FastExchange.ts`). */
-export const rawFastRoute = (outbound: Outbound["Service"]): FastRoute<RawRequest, StreamedResponse> => ({
-  send: (request, injected, options, captures, callbacks) =>
-    outbound.streamPlain(rawOutbound(request, injected, captures), options, responseObserver(captures), callbacks),
-  whenOver,
-  discard,
-  relay: (request, answer) => relayRaw(request, answer, relayed),
-  answer: answerRaw
+/** The warm door's answers of a raw request: all written on its Node response; `broken` logs first. */
+export const warmRawReply = (
+  request: RawRequest,
+  logDefect: (cause: Cause.Cause<unknown>) => void
+): Reply<StreamedResponse> => ({
+  error: (error) => writeError(request.response, error),
+  svc: (answer) => answerRaw(request, answer),
+  relay: (answer) => {
+    const failed = relayRaw(request, answer, relayed)
+    if (failed !== undefined) writeError(request.response, failed)
+  },
+  broken: (cause) => {
+    logDefect(cause)
+    writeInternalError(request.response)
+  }
+})
+
+/**
+ * The cold door's answers of a raw request: the upstream's and svc's own are written on the Node
+ * response (the handler's fiber completes once the body is over); errors and defects go back to
+ * the HttpApi handler, which encodes them.
+ */
+export const coldRawReply = (
+  request: RawRequest,
+  resume: (effect: Effect.Effect<void, ProxyError>) => void
+): Reply<StreamedResponse> => ({
+  error: (error) => resume(Effect.fail(error)),
+  svc: (answer) => {
+    answerRaw(request, answer)
+    resume(Effect.void)
+  },
+  relay: (answer) => {
+    const failed = relayRaw(request, answer, () => resume(Effect.void))
+    if (failed !== undefined) resume(Effect.fail(failed))
+  },
+  broken: (cause) => resume(Effect.failCause(cause as Cause.Cause<never>))
 })

@@ -1,16 +1,19 @@
 /**
- * What `_proxy` and `_proxy_raw` do not share (spec 4.2): how a route reads the caller's request
- * and how it writes the answer. Everything between the two runs in the one pipeline
- * (`Pipeline.ts`); a route only moves bytes, it never decides.
+ * What `_proxy` and `_proxy_raw` do not share (spec 4.2): how a route reads the caller's request,
+ * how its leg travels upstream and how an answer reaches the caller. Everything in between runs in
+ * the one exchange (`Exchange.ts`); a route only moves bytes, it never decides.
+ *
+ * The answer of the warm door is written here on the Node response: the standard error body with
+ * the status of the error's class (`httpStatusOf`, the table HttpApi answers the cold door with).
  */
 import type { IncomingMessage, ServerResponse } from "node:http"
-import { BadRequest, errorBody, type ServiceUnavailable } from "@svc/domain/Errors"
+import { BadRequest, errorBody, httpStatusOf, internalErrorBody, type ServiceUnavailable } from "@svc/domain/Errors"
 import type { Labels } from "@svc/domain/Labels"
-import type { Effect } from "effect"
+import type { Cause } from "effect"
 import type { BodyCapture } from "../events/BodyCapture.ts"
 import type { InjectedRequest } from "../outbound/CredentialInjection.ts"
 import type { ExchangeCallbacks, SendOptions } from "../outbound/Outbound.ts"
-import type { OutboundError, outboundHttpError } from "../outbound/OutboundError.ts"
+import type { outboundHttpError } from "../outbound/OutboundError.ts"
 import type { TargetError } from "./ProxyTargets.ts"
 import type { SvcAnswer } from "./Stages.ts"
 
@@ -41,47 +44,13 @@ export interface Captures {
   readonly response: BodyCapture
 }
 
-/**
- * One route of the data plane: `In` is what the handler hands over, `R` the request it reads,
- * `U` the upstream answer its transport yields and `A` what the handler returns.
- */
-export interface Route<In, R extends CallerRequest, U extends AnswerHead, A> {
-  /** The span of one request. */
-  readonly span: string
-  /** Reads the caller's request (after the target resolved: an unknown connection is 404 first). */
-  readonly read: (input: In) => R | BadRequest
+/** How a route's request travels upstream (`R` the request it read, `U` the answer its transport yields). */
+export interface Leg<R extends CallerRequest, U extends AnswerHead> {
   /**
    * Sends the request with credentials in place; with `captures`, the request body's bytes are
-   * pushed as they leave and the response body's as they arrive.
+   * pushed as they leave and the response body's as they arrive. Reports to `callbacks`; answers
+   * a function that abandons the exchange before it reported.
    */
-  readonly send: (
-    request: R,
-    injected: InjectedRequest,
-    options: SendOptions,
-    captures: Captures | undefined
-  ) => Effect.Effect<U, OutboundError>
-  /** Calls `over` once the answer's body is over (at once when buffered), with why it did not complete. */
-  readonly whenOver: (answer: U, over: (error: string | undefined) => void) => void
-  /** Drops an answer that is not relayed (a 401 about to be retried). */
-  readonly discard: (answer: U) => void
-  /** Writes the upstream's answer to the caller. */
-  readonly relay: (request: R, answer: U) => Effect.Effect<A, ProxyError>
-  /** Writes svc's own answer to the caller (a stage answered without calling the upstream). */
-  readonly answer: (request: R, answer: SvcAnswer) => Effect.Effect<A, ProxyError>
-}
-
-/** A request the fast path took (`FastExchange.ts`): the Node request it came on and the response to write. */
-export interface FastRequest extends CallerRequest {
-  readonly incoming: IncomingMessage
-  readonly response: ServerResponse
-}
-
-/**
- * A `Route` in plain code, for the fast path (`FastExchange.ts`): the same reading of the answer
- * and the same bytes written, with callbacks instead of effects.
- */
-export interface FastRoute<R extends FastRequest, U extends AnswerHead> {
-  /** Sends the request with credentials in place; answers a function that abandons the exchange before it reported. */
   readonly send: (
     request: R,
     injected: InjectedRequest,
@@ -89,26 +58,34 @@ export interface FastRoute<R extends FastRequest, U extends AnswerHead> {
     captures: Captures | undefined,
     callbacks: ExchangeCallbacks<U>
   ) => () => void
+  /** Calls `over` once the answer's body is over (at once when buffered), with why it did not complete. */
   readonly whenOver: (answer: U, over: (error: string | undefined) => void) => void
+  /** Drops an answer that is not relayed (a 401 about to be retried). */
   readonly discard: (answer: U) => void
-  /** Writes the upstream's answer to the caller; the error to write instead when it cannot (nothing written). */
-  readonly relay: (request: R, answer: U) => ProxyError | undefined
-  /** Writes svc's own answer to the caller. */
-  readonly answer: (request: R, answer: SvcAnswer) => void
 }
 
-/** The HTTP status of each error a proxied request may answer (their `httpApiStatus`). */
-const statusOf: Record<string, number> = {
-  BadRequest: 400,
-  Forbidden: 403,
-  NotFound: 404,
-  Conflict: 409,
-  BadGateway: 502,
-  ServiceUnavailable: 503,
-  GatewayTimeout: 504
+/**
+ * Where the exchange's outcome goes: the door's writer. The exchange calls exactly one of these,
+ * once (none when the caller went away first).
+ */
+export interface Reply<U extends AnswerHead> {
+  /** svc refused or could not carry the request (nothing of an answer was written). */
+  readonly error: (error: ProxyError) => void
+  /** svc's own answer (a stage answered without calling the upstream). */
+  readonly svc: (answer: SvcAnswer) => void
+  /** The upstream's answer, to write to the caller (it may still fail with an error of its own). */
+  readonly relay: (answer: U) => void
+  /** Something that cannot fail did: the standard 500. */
+  readonly broken: (cause: Cause.Cause<unknown>) => void
 }
 
-/** Writes `text` as a complete answer with an explicit length. */
+/** A request that came with its Node request and the response to write on. */
+export interface NodeRequest extends CallerRequest {
+  readonly incoming: IncomingMessage
+  readonly response: ServerResponse
+}
+
+/** Writes `body` as a complete answer with an explicit length. */
 export const writeComplete = (
   response: ServerResponse,
   status: number,
@@ -120,32 +97,22 @@ export const writeComplete = (
   response.end(body)
 }
 
-/** Writes `error` as HttpApi encodes it: the standard body `{error, code, details?}` with its status. */
+/** Writes `error` as HttpApi encodes it: the standard body `{error, code, details?}` with its class's status. */
 export const writeError = (response: ServerResponse, error: ProxyError): void => {
   if (response.headersSent || response.destroyed) {
     if (!response.destroyed) response.destroy()
     return
   }
-  writeComplete(
-    response,
-    statusOf[error._tag] ?? 500,
-    { "content-type": "application/json" },
-    JSON.stringify(errorBody(error))
-  )
+  writeComplete(response, httpStatusOf(error), { "content-type": "application/json" }, JSON.stringify(errorBody(error)))
 }
 
 /** Writes the standard 500 (the socket is closed when an answer had begun). */
 export const writeInternalError = (response: ServerResponse): void => {
-  if (response.headersSent) {
-    response.destroy()
+  if (response.headersSent || response.destroyed) {
+    if (!response.destroyed) response.destroy()
     return
   }
-  writeComplete(
-    response,
-    500,
-    { "content-type": "application/json" },
-    JSON.stringify({ error: "internal error", code: "internal_error" })
-  )
+  writeComplete(response, 500, { "content-type": "application/json" }, JSON.stringify(internalErrorBody))
 }
 
 /** Headers of the caller's leg to svc that never describe the upstream request. */

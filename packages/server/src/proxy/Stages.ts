@@ -1,5 +1,5 @@
 /**
- * The stages of the pipeline that may answer a proxied request without calling the upstream
+ * The stages of the exchange (`Exchange.ts`) that may answer a proxied request without calling the upstream
  * (spec 4.6 rule 5, 7): rate-limit enforcement and the connector's reactive limiter, decided
  * together in one counter-store round trip (`RequestLimiter`), between the request log and the
  * concurrency gate; and the reactive limiter's look at each upstream answer. A stage never fails:
@@ -29,7 +29,7 @@ export type Verdict =
   | { readonly _tag: "Continue"; readonly rateLimit?: RequestEventRateLimit | undefined }
   | { readonly _tag: "Answer"; readonly answer: SvcAnswer; readonly rateLimit?: RequestEventRateLimit | undefined }
 
-/** The stages of the pipeline. */
+/** The stages of the exchange. */
 export interface Stages {
   /**
    * Rate-limit enforcement, then the reactive limiter (spec 4.6 rule 5): a rejecting enforce rule
@@ -42,7 +42,7 @@ export interface Stages {
 
 const carryOn: Effect.Effect<Verdict> = Effect.succeed({ _tag: "Continue" })
 
-/** Stages that let every request through and keep no cool-downs (tests of the rest of the pipeline). */
+/** Stages that let every request through and keep no cool-downs (tests of the rest of the exchange). */
 export const passThroughStages: Stages = { limit: () => carryOn, answered: () => Effect.void }
 
 const encoder = new TextEncoder()

@@ -1,5 +1,6 @@
 /**
- * The inbound side of every HTTP server, hooked on the Node server itself (before the router):
+ * The inbound side of every HTTP server, called first by the Node server's one request listener
+ * (`http/NodeServer.ts`), before the warm door and the router:
  * the `X-Request-Id` echoed or generated, the server span `HTTP {method}` (parent: a valid inbound
  * W3C `traceparent`, always honoured), `http.server.request.duration` and
  * `http.server.active_requests`, and the access log. Paths in `http.excludedPaths` get no span and
@@ -9,8 +10,7 @@
  * Everything is plain code on the request's own events; the access-log line is formatted after
  * the answer is over and written in batches, off the request's critical section.
  */
-import type { IncomingMessage, Server, ServerResponse } from "node:http"
-import type { Server as HttpsServer } from "node:https"
+import type { IncomingMessage, ServerResponse } from "node:http"
 import type { Tracer } from "effect"
 import type { ResolvedTelemetry } from "../config/TelemetryConfig.ts"
 import type { AttributeValue, Meter } from "./Metrics.ts"
@@ -226,22 +226,5 @@ export const makeInbound = (options: {
 }
 
 const firstOf = (value: string | Array<string> | undefined) => (Array.isArray(value) ? value[0] : value)
-
-/**
- * Has `server` call `onRequest` for every request before anything else sees it — the `request`
- * listeners and any fast path that takes requests ahead of them by wrapping `emit` (install this
- * one last, so it is the outermost).
- */
-export const observeRequests = <S extends Server | HttpsServer>(
-  server: S,
-  onRequest: (request: IncomingMessage, response: ServerResponse) => void
-): S => {
-  const emit = server.emit
-  server.emit = function (this: S, event: string | symbol, ...args: Array<unknown>): boolean {
-    if (event === "request") onRequest(args[0] as IncomingMessage, args[1] as ServerResponse)
-    return emit.apply(this, [event, ...args] as Parameters<typeof emit>)
-  } as typeof server.emit
-  return server
-}
 
 export { inboundSpanOf }
