@@ -1,7 +1,8 @@
 /**
  * The Connect UI (docs/ui.md): an end user's connectors, connections and notices, and the setup of
  * a new connection (forms rendered from each step's JSON Schema, the OAuth2 sign-in in a popup, the
- * verify step), talking to the public service with the browser session.
+ * verify step), talking to the public service with the browser session; `/connect/error` is the
+ * in-frame page of a refused login.
  */
 import type { Connection } from "@svc/domain/Connection"
 import type { SetupProgress } from "@svc/domain/ConnectionSetup"
@@ -11,36 +12,14 @@ import type { Task } from "@svc/domain/Task"
 import { render } from "preact"
 import { useEffect, useState } from "preact/hooks"
 import { ApiError, type Page, readCookie } from "../shared/api.ts"
+import { Alert, ConfirmDialog, displayNameOf } from "../shared/components.tsx"
 import "../shared/theme.css"
-import { ConfirmDisconnect } from "./ConfirmDisconnect.tsx"
+import { applyTheme } from "../shared/theme.ts"
 import { api, messageOf, returnPath, type Session } from "./common.ts"
-import { applyTheme, type ConnectConfig, hostWindow, notifyHost } from "./host.ts"
+import { ErrorPage } from "./ErrorPage.tsx"
+import { type ConnectConfig, hostWindow, notifyHost } from "./host.ts"
+import { ConnectionList, ConnectorList, faceOf, NoticeList, parseAction } from "./Lists.tsx"
 import { OAuthReturn, SetupFlow } from "./SetupFlow.tsx"
-
-const stateBadge = (connection: Connection) => {
-  const good = connection.state === "configured"
-  return (
-    <span class={`svc-badge ${good ? "svc-badge-good" : "svc-badge-warn"}`} data-testid="connection-state">
-      {connection.state}
-    </span>
-  )
-}
-
-const healthBadge = (connection: Connection) => (
-  <span
-    class={`svc-badge ${connection.healthState === "healthy" ? "svc-badge-good" : "svc-badge-bad"}`}
-    data-testid="connection-health"
-  >
-    {connection.healthState}
-  </span>
-)
-
-/** `/connections/{id}?action=reauth|configure` from a notice's `action_url`. */
-const parseAction = (url: string | null): { connectionId: string; action: "reauth" | "configure" } | undefined => {
-  if (url === null) return undefined
-  const match = /^\/connections\/([A-Za-z0-9_-]+)\?action=(reauth|configure)$/.exec(url)
-  return match === null ? undefined : { connectionId: match[1]!, action: match[2] as "reauth" | "configure" }
-}
 
 type Flow = { readonly title: string; readonly progress: SetupProgress; readonly noticeId?: string }
 
@@ -87,19 +66,16 @@ const Home = (props: {
     refresh()
   }, [])
 
-  const connectorName = (id: string) => connectors.find((c) => c.id === id)?.name ?? id
+  const nameOf = (connection: Connection) => displayNameOf(faceOf(connectors, connection))
   const returnToUrl = `${location.origin}${returnPath}`
 
-  const connect = async (connector: Connector) => {
-    setBusy(connector.id)
+  const start = async (key: string, title: string, load: () => Promise<SetupProgress>, noticeId?: string) => {
+    setBusy(key)
     setError(undefined)
     setFlash(undefined)
     try {
-      const progress = await api.send<SetupProgress>("POST", "/api/v1/connections/_initiate", {
-        connectorId: connector.id,
-        returnToUrl
-      })
-      setFlow({ title: `Connect ${connector.name}`, progress })
+      const progress = await load()
+      setFlow({ title, progress, ...(noticeId === undefined ? {} : { noticeId }) })
     } catch (e) {
       fail(e)
     } finally {
@@ -107,30 +83,34 @@ const Home = (props: {
     }
   }
 
-  const act = async (notice: Notification) => {
+  const connect = (connector: Connector) =>
+    start(connector.id, `Connect ${displayNameOf(connector)}`, () =>
+      api.send<SetupProgress>("POST", "/api/v1/connections/_initiate", { connectorId: connector.id, returnToUrl })
+    )
+
+  const act = (notice: Notification) => {
     const action = parseAction(notice.action_url)
     if (action === undefined) return
-    setBusy(notice.id)
-    setError(undefined)
-    try {
-      const progress =
+    return start(
+      notice.id,
+      notice.title,
+      () =>
         action.action === "reauth"
-          ? await api.send<SetupProgress>("POST", `/api/v1/connections/${action.connectionId}/_reauthorize`, {
-              returnToUrl
-            })
-          : await api.get<SetupProgress>(`/api/v1/connections/${action.connectionId}/_setup`)
-      setFlow({ title: notice.title, progress, noticeId: notice.id })
-    } catch (e) {
-      fail(e)
-    } finally {
-      setBusy(undefined)
-    }
+          ? api.send<SetupProgress>("POST", `/api/v1/connections/${action.connectionId}/_reauthorize`, { returnToUrl })
+          : api.get<SetupProgress>(`/api/v1/connections/${action.connectionId}/_setup`),
+      notice.id
+    )
   }
+
+  const resume = (connection: Connection) =>
+    start(connection.id, `Finish connecting ${nameOf(connection)}`, () =>
+      api.get<SetupProgress>(`/api/v1/connections/${connection.id}/_setup`)
+    )
 
   const done = async (connection: Connection) => {
     const current = flow
     setFlow(undefined)
-    setFlash(`${connection.name} is connected.`)
+    setFlash(`${nameOf(connection)} is connected.`)
     notifyHost(props.config, {
       type: "svc:connect:completed",
       connectionId: connection.id,
@@ -157,9 +137,9 @@ const Home = (props: {
         await new Promise((resolve) => setTimeout(resolve, 500))
         task = await api.get<Task>(`/api/v1/tasks/${encodeURIComponent(started.taskId)}`)
       }
-      if (task.state === "failed") setError(`Disconnecting ${connection.name} failed.`)
+      if (task.state === "failed") setError(`Disconnecting ${nameOf(connection)} failed.`)
       else {
-        setFlash(`${connection.name} is disconnected.`)
+        setFlash(`${nameOf(connection)} is disconnected.`)
         notifyHost(props.config, { type: "svc:connect:disconnected", connectionId: connection.id })
       }
       await refresh()
@@ -172,6 +152,7 @@ const Home = (props: {
 
   const usable = connectors.filter((c) => c.state === "primary")
   const activeNotices = notices.filter((n) => !n.viewed || parseAction(n.action_url) !== undefined)
+  const confirmName = confirm === undefined ? "" : nameOf(confirm)
 
   return (
     <main>
@@ -192,16 +173,8 @@ const Home = (props: {
           </button>
         )}
       </div>
-      {error !== undefined && (
-        <p class="svc-error" role="alert" data-testid="error">
-          {error}
-        </p>
-      )}
-      {flash !== undefined && (
-        <p class="svc-success" role="status" data-testid="flash">
-          {flash}
-        </p>
-      )}
+      <Alert kind="error" text={error} testId="error" />
+      <Alert kind="success" text={flash} testId="flash" />
       {flow !== undefined && (
         <SetupFlow
           key={flow.progress.connection.id}
@@ -215,113 +188,40 @@ const Home = (props: {
         />
       )}
       {!loaded && error === undefined && <p role="status">Loading…</p>}
-      {loaded && activeNotices.length > 0 && (
-        <section class="svc-card" aria-labelledby="notices-heading">
-          <h2 id="notices-heading">Notifications</h2>
-          <ul class="svc-list" data-testid="notifications">
-            {activeNotices.map((notice) => {
-              const action = parseAction(notice.action_url)
-              return (
-                <li key={notice.id} class={`svc-notice-${notice.level}`}>
-                  <div>
-                    <div class="svc-name">{notice.title}</div>
-                    <div class="svc-muted">{notice.message}</div>
-                  </div>
-                  <span class="svc-spacer" />
-                  {notice.can_action && action !== undefined && (
-                    <button
-                      type="button"
-                      class="svc-button svc-primary"
-                      disabled={busy === notice.id}
-                      onClick={() => act(notice)}
-                    >
-                      {action.action === "reauth" ? "Reconnect" : "Finish setup"}
-                    </button>
-                  )}
-                </li>
-              )
-            })}
-          </ul>
-        </section>
+      {loaded && activeNotices.length > 0 && <NoticeList notices={activeNotices} busy={busy} onAct={act} />}
+      {loaded && (
+        <ConnectionList
+          connections={connections}
+          connectors={connectors}
+          busy={busy}
+          onResume={resume}
+          onDisconnect={setConfirm}
+        />
       )}
       {loaded && (
-        <section class="svc-card" aria-labelledby="connections-heading">
-          <h2 id="connections-heading">Your connections</h2>
-          {connections.length === 0 ? (
-            <p class="svc-muted">No connections yet.</p>
-          ) : (
-            <ul class="svc-list" data-testid="connections">
-              {connections.map((connection) => (
-                <li key={connection.id} data-connection-id={connection.id}>
-                  <div>
-                    <div class="svc-name">{connectorName(connection.connectorId)}</div>
-                    <div class="svc-muted svc-mono">{connection.name}</div>
-                  </div>
-                  {stateBadge(connection)}
-                  {healthBadge(connection)}
-                  <span class="svc-spacer" />
-                  {connection.state === "setup" && (
-                    <button
-                      type="button"
-                      class="svc-button"
-                      onClick={async () => {
-                        try {
-                          const progress = await api.get<SetupProgress>(`/api/v1/connections/${connection.id}/_setup`)
-                          setFlow({ title: `Finish setting up ${connection.name}`, progress })
-                        } catch (e) {
-                          fail(e)
-                        }
-                      }}
-                    >
-                      Resume setup
-                    </button>
-                  )}
-                  <button
-                    type="button"
-                    class="svc-button svc-danger"
-                    disabled={busy === connection.id || connection.state === "disconnecting"}
-                    aria-label={`Disconnect ${connection.name}`}
-                    onClick={() => setConfirm(connection)}
-                  >
-                    {busy === connection.id ? "Disconnecting…" : "Disconnect"}
-                  </button>
-                </li>
-              ))}
-            </ul>
-          )}
-        </section>
-      )}
-      {loaded && (
-        <section class="svc-card" aria-labelledby="connectors-heading">
-          <h2 id="connectors-heading">Connect an account</h2>
-          {usable.length === 0 ? (
-            <p class="svc-muted">There is nothing you can connect yet.</p>
-          ) : (
-            <ul class="svc-list" data-testid="connectors">
-              {usable.map((connector) => (
-                <li key={connector.id}>
-                  <div>
-                    <div class="svc-name">{connector.name}</div>
-                    <div class="svc-muted">{connector.type}</div>
-                  </div>
-                  <span class="svc-spacer" />
-                  <button
-                    type="button"
-                    class="svc-button svc-primary"
-                    disabled={busy === connector.id || flow !== undefined}
-                    aria-label={`Connect ${connector.name}`}
-                    onClick={() => connect(connector)}
-                  >
-                    Connect
-                  </button>
-                </li>
-              ))}
-            </ul>
-          )}
-        </section>
+        <ConnectorList
+          connectors={usable}
+          disabled={(connector) => busy === connector.id || flow !== undefined}
+          onConnect={connect}
+        />
       )}
       <p class="svc-muted">Signed in as {props.session.externalId}.</p>
-      <ConfirmDisconnect connection={confirm} onConfirm={disconnect} onClose={() => setConfirm(undefined)} />
+      <ConfirmDialog
+        open={confirm !== undefined}
+        title={
+          confirm?.state === "setup" ? `Remove the unfinished ${confirmName} setup?` : `Disconnect ${confirmName}?`
+        }
+        impact={
+          <p>
+            {confirm?.state === "setup"
+              ? "The setup is discarded with what was entered so far."
+              : "The application will no longer be able to use this account. Access granted at the provider is revoked."}
+          </p>
+        }
+        confirmLabel={confirm?.state === "setup" ? "Remove" : "Disconnect"}
+        onConfirm={() => confirm !== undefined && disconnect(confirm)}
+        onClose={() => setConfirm(undefined)}
+      />
     </main>
   )
 }
@@ -365,9 +265,7 @@ const App = () => {
   if (error !== undefined) {
     return (
       <main>
-        <p class="svc-error" role="alert">
-          {error}
-        </p>
+        <Alert kind="error" text={error} />
       </main>
     )
   }
@@ -383,5 +281,10 @@ const App = () => {
 }
 
 applyTheme(location.search)
+const pages: Readonly<Record<string, () => preact.JSX.Element>> = {
+  [returnPath]: OAuthReturn,
+  "/connect/error": ErrorPage
+}
+const Page = pages[location.pathname] ?? App
 const root = document.getElementById("app")
-if (root !== null) render(location.pathname === returnPath ? <OAuthReturn /> : <App />, root)
+if (root !== null) render(<Page />, root)
