@@ -65,7 +65,9 @@ const withoutSecrets = (form: FormStep, values: Record<string, unknown>): Record
 }
 
 const editLabel = (form: FormStep): string =>
-  form.phase === "credentials" ? "Edit credentials" : `Edit ${(form.title ?? "settings").toLowerCase()}`
+  form.phase === "credentials"
+    ? "Edit credentials"
+    : `Edit ${(form.title ?? (form.json_schema as ObjectSchema).title ?? "settings").toLowerCase()}`
 
 export interface SetupFlowProps {
   readonly title: string
