@@ -306,7 +306,7 @@ describe("Connect UI (issue 22)", () => {
     await page.goto(hostOrigin)
     const frame = connectFrame(page)
     await frame.getByRole("heading", { name: "Connect an account" }).waitFor()
-    await expect.poll(() => frame.getByRole("button", { name: `Connect ${oauthDisplay}` }).count()).toBe(1)
+    await expect.poll(() => frame.getByRole("button", { name: `Connect ${oauthDisplay}`, exact: true }).count()).toBe(1)
     // Connectors by display name, description and logo (an initial when there is none); ids folded away.
     const forms = frame.locator(`li[data-connector-id="${formsConnector.id}"]`)
     expect(await forms.locator(".svc-name").textContent()).toBe(formsDisplay)
@@ -333,8 +333,8 @@ describe("Connect UI (issue 22)", () => {
     expect(withoutXsrf.status).toBe(403)
     expect(((await withoutXsrf.json()) as { code: string }).code).toBe("xsrf_token_invalid")
 
-    await frame.getByRole("button", { name: `Connect ${oauthDisplay}` }).click()
-    await frame.getByRole("heading", { name: `Connect ${oauthDisplay}` }).waitFor()
+    await frame.getByRole("button", { name: `Connect ${oauthDisplay}`, exact: true }).click()
+    await frame.getByRole("heading", { name: `Connect ${oauthDisplay}`, exact: true }).waitFor()
     await chromium.shot(page, "connect-02-oauth-continue")
     const popupOpened = chromium.context.waitForEvent("page")
     await frame.getByRole("button", { name: "Continue to sign in" }).click()
@@ -361,7 +361,7 @@ describe("Connect UI (issue 22)", () => {
     const page = await chromium.context.newPage()
     await page.goto(hostOrigin)
     const frame = connectFrame(page)
-    await frame.getByRole("button", { name: `Connect ${formsDisplay}` }).click()
+    await frame.getByRole("button", { name: `Connect ${formsDisplay}`, exact: true }).click()
 
     // Preconnect: a required text field, checked before anything is sent.
     const workspace = frame.getByLabel("Workspace")
@@ -444,7 +444,11 @@ describe("Connect UI (issue 22)", () => {
     const row = frame.locator(`li[data-connection-id="${connection?.id}"]`)
     expect(await row.locator(".svc-name").textContent()).toBe(formsDisplay)
     expect(await row.locator("img.svc-logo").getAttribute("src")).toBe(logoUrl)
-    await expect.poll(() => row.locator("img.svc-logo").evaluate("(img) => img.naturalWidth")).toBe(32)
+    await expect
+      .poll(() =>
+        row.locator("img.svc-logo").evaluate((img: unknown) => (img as { naturalWidth: number }).naturalWidth)
+      )
+      .toBe(32)
     expect(await row.locator("details").isVisible()).toBe(true)
     expect(await row.locator("details .svc-mono").isVisible()).toBe(false)
     expect(await row.locator("details .svc-mono").textContent()).toContain(connection?.id ?? "?")
@@ -545,7 +549,7 @@ describe("Connect UI (issue 22)", () => {
     const popup = await openPopup(
       `host_origin=${encodeURIComponent(hostOrigin)}&theme=dark&accent=${encodeURIComponent("#d6452f")}&radius=2`
     )
-    await popup.getByRole("button", { name: `Connect ${formsDisplay}` }).waitFor()
+    await popup.getByRole("button", { name: `Connect ${formsDisplay}`, exact: true }).waitFor()
     const style = (property: string) =>
       popup.evaluate(
         `getComputedStyle(document.querySelector(${JSON.stringify(`button[aria-label="Connect ${formsDisplay}"]`)}))[${JSON.stringify(property)}]`
