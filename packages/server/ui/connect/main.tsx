@@ -285,6 +285,6 @@ const pages: Readonly<Record<string, () => preact.JSX.Element>> = {
   [returnPath]: OAuthReturn,
   "/connect/error": ErrorPage
 }
-const Page = pages[location.pathname] ?? App
+const Screen = pages[location.pathname] ?? App
 const root = document.getElementById("app")
-if (root !== null) render(<Page />, root)
+if (root !== null) render(<Screen />, root)

@@ -99,6 +99,8 @@ export interface ConfirmDialogProps {
   readonly impact: ComponentChildren
   readonly confirmLabel: string
   readonly danger?: boolean
+  /** A wider dialog (a diff). */
+  readonly wide?: boolean
   readonly onConfirm: () => void
   readonly onClose: () => void
 }
@@ -116,7 +118,13 @@ export const ConfirmDialog = (props: ConfirmDialogProps) => {
     if (!props.open && element.open) element.close()
   }, [props.open])
   return (
-    <dialog ref={dialog} aria-labelledby={`${id}-title`} aria-describedby={`${id}-text`} onClose={props.onClose}>
+    <dialog
+      ref={dialog}
+      class={props.wide === true ? "svc-dialog-wide" : undefined}
+      aria-labelledby={`${id}-title`}
+      aria-describedby={`${id}-text`}
+      onClose={props.onClose}
+    >
       <h2 id={`${id}-title`}>{props.title}</h2>
       <div id={`${id}-text`} data-testid="confirm-impact">
         {props.impact}
