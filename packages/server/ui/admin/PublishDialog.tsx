@@ -30,16 +30,21 @@ export const PublishDialog = (props: {
           <p>
             {primary === undefined
               ? "There is no primary version yet: new connections will use this one."
-              : `New connections will use version ${target?.version}; version ${primary.version} becomes active and its ${props.connections ?? "…"} connection(s) stay on it until migrated. ${changed} line(s) differ.`}
+              : `New connections will use version ${target?.version}; version ${primary.version} becomes active. The ${props.connections ?? "…"} existing connection(s) stay on their versions until migrated. ${changed} line(s) differ.`}
           </p>
-          <p class="svc-muted">Changes from {primary === undefined ? "nothing" : `version ${primary.version}`}:</p>
-          <pre class="svc-diff" data-testid="version-diff">
+          <div
+            class="svc-diff"
+            data-testid="version-diff"
+            role="region"
+            tabIndex={0}
+            aria-label={`Changes from ${primary === undefined ? "nothing" : `version ${primary.version}`}`}
+          >
             {lines.map((line, index) => (
               <div key={index} class={`svc-diff-${line.kind}`}>
                 {marks[line.kind]} {line.text}
               </div>
             ))}
-          </pre>
+          </div>
         </>
       }
       onConfirm={() => target !== undefined && props.onConfirm(target.version)}
