@@ -4,9 +4,10 @@
  */
 import type { Actor } from "@svc/domain/Actor"
 import { useState } from "preact/hooks"
-import { ApiError, describeError, type Page } from "../shared/api.ts"
-import { api, ErrorBox, Field, TableHead, useLoad } from "./common.tsx"
+import { ApiError, describeError } from "../shared/api.ts"
+import { ErrorBox, Field, TableHead, useLoad } from "./common.tsx"
 import { checkActor, parsePermissions, permissionsText } from "./ActorForm.ts"
+import { adminApi } from "./adminApi.ts"
 
 const ActorForm = (props: { readonly onSaved: (actor: Actor) => void; readonly onCancel: () => void }) => {
   const [form, setForm] = useState({ externalId: "", namespace: "root", permissions: "" })
@@ -21,7 +22,7 @@ const ActorForm = (props: { readonly onSaved: (actor: Actor) => void; readonly o
     const parsed = parsePermissions(form.permissions)
     if (Object.keys(found).length > 0 || "problem" in parsed) return
     try {
-      const actor = await api.send<Actor>("POST", "/api/v1/actors", {
+      const actor = await adminApi.createActor({
         externalId: form.externalId.trim(),
         namespace: form.namespace.trim(),
         permissions: parsed.permissions
@@ -90,7 +91,7 @@ const ActorForm = (props: { readonly onSaved: (actor: Actor) => void; readonly o
 }
 
 export const ActorsView = () => {
-  const actors = useLoad(() => api.get<Page<Actor>>("/api/v1/actors", { limit: "100" }), [])
+  const actors = useLoad(() => adminApi.listActors({ limit: "100" }), [])
   const [creating, setCreating] = useState(false)
   const [saved, setSaved] = useState<string | undefined>()
   return (

@@ -1,16 +1,11 @@
-/**
- * The connection screen: a label-selector filter, the list, and one connection's detail (state,
- * health, labels and annotations editable, version migration with the task's progress).
- */
-import type { Connection } from "@svc/domain/Connection"
-import type { MigrationTaskHandle } from "@svc/domain/Migration"
 import { useState } from "preact/hooks"
-import { describeError, type Page } from "../shared/api.ts"
-import { api, ErrorBox, Field, KeyValues, OpenCell, TableHead, TaskProgress, useLoad, useTask } from "./common.tsx"
+import { describeError } from "../shared/api.ts"
+import { ErrorBox, Field, KeyValues, OpenCell, TableHead, TaskProgress, useLoad, useTask } from "./common.tsx"
 import { MetadataEditor } from "./MetadataEditor.tsx"
+import { adminApi } from "./adminApi.ts"
 
 const ConnectionDetail = (props: { readonly id: string; readonly onChanged: () => void }) => {
-  const connection = useLoad(() => api.get<Connection>(`/api/v1/connections/${props.id}`), [props.id])
+  const connection = useLoad(() => adminApi.getConnection(props.id), [props.id])
   const [target, setTarget] = useState("")
   const task = useTask()
   const [error, setError] = useState<string | undefined>()
@@ -28,11 +23,7 @@ const ConnectionDetail = (props: { readonly id: string; readonly onChanged: () =
     }
     try {
       const done = await task.run("Migration", async () => {
-        const started = await api.send<MigrationTaskHandle>(
-          "POST",
-          `/api/v1/connections/${props.id}/_migrate_version`,
-          { target_version: Number(target), timeout_seconds: 300 }
-        )
+        const started = await adminApi.migrateVersion(props.id, Number(target))
         return { taskId: started.task_id }
       })
       if (done.state === "failed") setError(`The migration failed${done.error === undefined ? "" : `: ${done.error}`}.`)
@@ -77,10 +68,7 @@ const ConnectionDetail = (props: { readonly id: string; readonly onChanged: () =
 export const ConnectionsView = () => {
   const [labelSelector, setLabelSelector] = useState("")
   const [applied, setApplied] = useState("")
-  const connections = useLoad(
-    () => api.get<Page<Connection>>("/api/v1/connections", { labelSelector: applied, limit: "100" }),
-    [applied]
-  )
+  const connections = useLoad(() => adminApi.listConnections({ labelSelector: applied, limit: "100" }), [applied])
   const [selected, setSelected] = useState<string | undefined>()
   return (
     <section aria-label="Connections">

@@ -1,28 +1,19 @@
-/**
- * One connector: its versions (publish after a diff against the primary version, a new draft
- * version in the editor) and its lifecycle (disconnect all, archive), each confirmed in a dialog
- * that names how many connections it disconnects, then followed with the task's progress.
- */
-import type { Connection } from "@svc/domain/Connection"
 import type { Connector, ConnectorVersion } from "@svc/domain/Connector"
 import { useState } from "preact/hooks"
-import { describeError, type Page } from "../shared/api.ts"
+import { describeError } from "../shared/api.ts"
 import { ConfirmDialog, ConnectorIdentity, plural } from "../shared/components.tsx"
-import { api, ErrorBox, TableHead, TaskProgress, useLoad, useTask } from "./common.tsx"
+import { ErrorBox, TableHead, TaskProgress, useLoad, useTask } from "./common.tsx"
 import { ConnectorEditor } from "./ConnectorEditor.tsx"
 import { canonicalText } from "./diff.ts"
 import { PublishDialog } from "./PublishDialog.tsx"
+import { adminApi } from "./adminApi.ts"
 
 /** How many live connections use `connectorId` (every page read). */
 const countConnections = async (connectorId: string): Promise<number> => {
   let count = 0
   let cursor: string | undefined
   do {
-    const page: Page<Connection> = await api.get<Page<Connection>>("/api/v1/connections", {
-      connectorId,
-      limit: "100",
-      cursor
-    })
+    const page = await adminApi.listConnections({ connectorId, limit: "100", cursor })
     count += page.items.filter((c) => c.state !== "disconnected").length
     cursor = page.cursor
   } while (cursor !== undefined)
@@ -46,7 +37,7 @@ const lifecycleText: Readonly<Record<Lifecycle, { label: string; title: string; 
 
 export const ConnectorDetail = (props: { readonly connector: Connector; readonly onChanged: () => void }) => {
   const id = props.connector.id
-  const versions = useLoad(() => api.get<Page<ConnectorVersion>>(`/api/v1/connectors/${id}/versions`), [id])
+  const versions = useLoad(() => adminApi.listVersions(id), [id])
   const connections = useLoad(() => countConnections(id), [id])
   const task = useTask()
   const [error, setError] = useState<string | undefined>()
@@ -69,7 +60,7 @@ export const ConnectorDetail = (props: { readonly connector: Connector; readonly
     setPublishing(undefined)
     setError(undefined)
     try {
-      await api.send("PUT", `/api/v1/connectors/${id}/versions/${version}/_state`, { state: "primary" })
+      await adminApi.publish(id, version)
       changed()
     } catch (e) {
       setError(describeError(e))
@@ -81,7 +72,7 @@ export const ConnectorDetail = (props: { readonly connector: Connector; readonly
     setError(undefined)
     try {
       const done = await task.run(lifecycleText[operation].label, () =>
-        api.send<{ taskId: string }>("POST", `/api/v1/connectors/${id}/${operation}`, {})
+        operation === "_archive" ? adminApi.archive(id) : adminApi.disconnectAll(id)
       )
       if (done.state === "failed")
         setError(`${lifecycleText[operation].label} failed${done.error ? `: ${done.error}` : ""}.`)

@@ -3,10 +3,11 @@
  * version of one, the definition as YAML or JSON text. The server validates it
  * (`400 invalid_definition`) and each problem is listed with its path.
  */
-import type { Connector, ConnectorVersion } from "@svc/domain/Connector"
+import type { Connector } from "@svc/domain/Connector"
 import { useState } from "preact/hooks"
 import { ApiError, describeError, type ErrorDetail } from "../shared/api.ts"
-import { api, ErrorBox, Field } from "./common.tsx"
+import { ErrorBox, Field } from "./common.tsx"
+import { adminApi } from "./adminApi.ts"
 
 /** A server detail's path inside the definition document (`body.definition.auth.type` → `auth.type`). */
 export const definitionPath = (field: string): string =>
@@ -46,16 +47,14 @@ export const ConnectorEditor = (props: ConnectorEditorProps) => {
     setBusy(true)
     try {
       if (props.connector === undefined) {
-        const created = await api.send<Connector>("POST", "/api/v1/connectors", {
+        const created = await adminApi.createConnector({
           namespace: namespace.trim(),
           ...(name.trim() === "" ? {} : { name: name.trim() }),
           definition: text
         })
         props.onSaved({ connectorId: created.id, version: created.version })
       } else {
-        const version = await api.send<ConnectorVersion>("POST", `/api/v1/connectors/${props.connector.id}/versions`, {
-          definition: text
-        })
+        const version = await adminApi.createVersion(props.connector.id, text)
         props.onSaved({ connectorId: version.connectorId, version: version.version })
       }
     } catch (e) {

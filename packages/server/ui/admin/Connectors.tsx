@@ -1,11 +1,9 @@
-/** The connector screen: the list (logo, display name, version, state), a new connector in the editor, one connector's detail. */
-import type { Connector } from "@svc/domain/Connector"
 import { useState } from "preact/hooks"
-import type { Page } from "../shared/api.ts"
 import { ConnectorIdentity } from "../shared/components.tsx"
-import { api, ErrorBox, OpenCell, TableHead, useLoad } from "./common.tsx"
+import { ErrorBox, OpenCell, TableHead, useLoad } from "./common.tsx"
 import { ConnectorDetail } from "./ConnectorDetail.tsx"
 import { ConnectorEditor } from "./ConnectorEditor.tsx"
+import { adminApi } from "./adminApi.ts"
 
 const starter = `# A connector definition (docs/connector-definitions.md), YAML or JSON.
 type: example
@@ -18,7 +16,7 @@ proxy:
 `
 
 export const ConnectorsView = () => {
-  const connectors = useLoad(() => api.get<Page<Connector>>("/api/v1/connectors", { limit: "100" }), [])
+  const connectors = useLoad(() => adminApi.listConnectors({ limit: "100" }), [])
   const [selected, setSelected] = useState<string | undefined>()
   const [creating, setCreating] = useState(false)
   const connector = connectors.data?.items.find((c) => c.id === selected)

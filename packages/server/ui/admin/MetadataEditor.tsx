@@ -1,7 +1,8 @@
 /** Labels or annotations of one connection: listed (system labels folded away), set and removed. */
 import { useState } from "preact/hooks"
 import { describeError } from "../shared/api.ts"
-import { api, ErrorBox, Field } from "./common.tsx"
+import { ErrorBox, Field } from "./common.tsx"
+import { adminApi } from "./adminApi.ts"
 
 /** Editable key/value metadata (labels or annotations) of one connection. */
 export const MetadataEditor = (props: {
@@ -13,7 +14,6 @@ export const MetadataEditor = (props: {
   const [key, setKey] = useState("")
   const [value, setValue] = useState("")
   const [error, setError] = useState<string | undefined>()
-  const base = `/api/v1/connections/${props.connectionId}/${props.kind}`
   const run = async (call: () => Promise<unknown>) => {
     setError(undefined)
     try {
@@ -40,7 +40,7 @@ export const MetadataEditor = (props: {
                 type="button"
                 class="svc-button"
                 aria-label={`Remove ${props.kind === "labels" ? "label" : "annotation"} ${k}`}
-                onClick={() => run(() => api.send("DELETE", `${base}/${encodeURIComponent(k)}`))}
+                onClick={() => run(() => adminApi.removeMetadata(props.kind, props.connectionId, k))}
               >
                 Remove
               </button>
@@ -63,7 +63,7 @@ export const MetadataEditor = (props: {
         onSubmit={(e) => {
           e.preventDefault()
           run(async () => {
-            await api.send("PUT", `${base}/${encodeURIComponent(key.trim())}`, { value })
+            await adminApi.setMetadata(props.kind, props.connectionId, key.trim(), value)
             setKey("")
             setValue("")
           })

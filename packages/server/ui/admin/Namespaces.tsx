@@ -1,18 +1,17 @@
-/** The namespace screen: the tree as a list, and a form to add one. */
-import type { Namespace } from "@svc/domain/Namespace"
 import { useState } from "preact/hooks"
-import { describeError, type Page } from "../shared/api.ts"
-import { api, ErrorBox, Field, KeyValues, useLoad } from "./common.tsx"
+import { describeError } from "../shared/api.ts"
+import { ErrorBox, Field, KeyValues, useLoad } from "./common.tsx"
+import { adminApi } from "./adminApi.ts"
 
 export const NamespacesView = () => {
-  const namespaces = useLoad(() => api.get<Page<Namespace>>("/api/v1/namespaces", { limit: "200" }), [])
+  const namespaces = useLoad(() => adminApi.listNamespaces({ limit: "200" }), [])
   const [path, setPath] = useState("")
   const [error, setError] = useState<string | undefined>()
   const create = async (event: Event) => {
     event.preventDefault()
     setError(undefined)
     try {
-      await api.send("POST", "/api/v1/namespaces", { path: path.trim() })
+      await adminApi.createNamespace(path.trim())
       setPath("")
       namespaces.reload()
     } catch (e) {

@@ -4,11 +4,12 @@
  */
 import type { RateLimit } from "@svc/domain/RateLimit"
 import { useState } from "preact/hooks"
-import { describeError, type Page } from "../shared/api.ts"
+import { describeError } from "../shared/api.ts"
 import { ConfirmDialog } from "../shared/components.tsx"
-import { api, ErrorBox, Field, KeyValues, TableHead, useLoad } from "./common.tsx"
+import { ErrorBox, Field, KeyValues, TableHead, useLoad } from "./common.tsx"
 import { shapeOf, summary } from "./RateLimitForm.ts"
 import { RuleForm } from "./RuleForm.tsx"
+import { adminApi } from "./adminApi.ts"
 
 /** The rate-limit screen. */
 export const RateLimitsView = () => {
@@ -17,12 +18,12 @@ export const RateLimitsView = () => {
   const [deleting, setDeleting] = useState<RateLimit | undefined>()
   const [saved, setSaved] = useState<string | undefined>()
   const [error, setError] = useState<string | undefined>()
-  const rules = useLoad(() => api.get<Page<RateLimit>>("/api/v1/rate-limits", { namespace, limit: "100" }), [namespace])
+  const rules = useLoad(() => adminApi.listRateLimits({ namespace, limit: "100" }), [namespace])
   const remove = async (rule: RateLimit) => {
     setDeleting(undefined)
     setError(undefined)
     try {
-      await api.send("DELETE", `/api/v1/rate-limits/${rule.id}`)
+      await adminApi.deleteRateLimit(rule.id)
       setSaved(`Deleted ${rule.name}.`)
       rules.reload()
     } catch (e) {

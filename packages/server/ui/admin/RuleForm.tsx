@@ -2,8 +2,9 @@
 import type { RateLimit } from "@svc/domain/RateLimit"
 import { useState } from "preact/hooks"
 import { ApiError, describeError } from "../shared/api.ts"
-import { api, ErrorBox, Field } from "./common.tsx"
+import { ErrorBox, Field } from "./common.tsx"
 import { check, definitionOf, emptyForm, type FormState, fieldOfDetail, formOf, labelsOf } from "./RateLimitForm.ts"
+import { adminApi } from "./adminApi.ts"
 
 /** The form that creates or edits one rule; messages per field, from here first, then from the server. */
 export const RuleForm = (props: {
@@ -28,12 +29,12 @@ export const RuleForm = (props: {
       const body = { definition: definitionOf(form), labels: labelsOf(form) }
       const saved =
         props.editing === undefined
-          ? await api.send<RateLimit>("POST", "/api/v1/rate-limits", {
+          ? await adminApi.createRateLimit({
               ...body,
               namespace: form.namespace.trim(),
               ...(form.name.trim() === "" ? {} : { name: form.name.trim() })
             })
-          : await api.send<RateLimit>("PATCH", `/api/v1/rate-limits/${props.editing.id}`, body)
+          : await adminApi.updateRateLimit(props.editing.id, body)
       props.onSaved(saved)
     } catch (e) {
       if (e instanceof ApiError) {

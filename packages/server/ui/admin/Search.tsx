@@ -1,7 +1,6 @@
-/** The search screen: resources by name or label value, any type or one. */
-import type { SearchHit } from "@svc/domain/http/SearchApi"
 import { useState } from "preact/hooks"
-import { api, ErrorBox, Field, useLoad } from "./common.tsx"
+import { ErrorBox, Field, useLoad } from "./common.tsx"
+import { adminApi } from "./adminApi.ts"
 
 export const SearchView = () => {
   const [q, setQ] = useState("")
@@ -11,7 +10,7 @@ export const SearchView = () => {
     async () =>
       query === undefined
         ? undefined
-        : api.get<{ items: ReadonlyArray<SearchHit> }>("/api/v1/search/resources", {
+        : adminApi.searchResources({
             q: query.q,
             resourceType: query.type
           }),

@@ -7,6 +7,7 @@ import type { ComponentChildren } from "preact"
 import { useEffect, useState } from "preact/hooks"
 import { ApiError, describeError, makeApi } from "../shared/api.ts"
 import { Alert } from "../shared/components.tsx"
+import { adminApi } from "./adminApi.ts"
 
 export const api = makeApi("svc_admin_xsrf")
 
@@ -45,7 +46,7 @@ export const useLoad = <T,>(load: () => Promise<T>, deps: ReadonlyArray<unknown>
 const pollTask = async (taskId: string, onUpdate: (task: Task) => void): Promise<Task> => {
   const deadline = Date.now() + 15 * 60_000
   for (;;) {
-    const task = await api.get<Task>(`/api/v1/tasks/${encodeURIComponent(taskId)}`)
+    const task = await adminApi.getTask(taskId)
     onUpdate(task)
     if (task.state === "completed" || task.state === "failed" || Date.now() > deadline) return task
     await new Promise((resolve) => setTimeout(resolve, 500))
