@@ -32,10 +32,10 @@ export const PublishDialog = (props: {
               ? "There is no primary version yet: new connections will use this one."
               : `New connections will use version ${target?.version}; version ${primary.version} becomes active. The ${props.connections ?? "…"} existing connection(s) stay on their versions until migrated. ${changed} line(s) differ.`}
           </p>
-          {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling region must be reachable with the keyboard (axe: scrollable-region-focusable) */}
           <section
             class="svc-diff"
             data-testid="version-diff"
+            // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling region must be reachable with the keyboard (axe: scrollable-region-focusable)
             tabIndex={0}
             aria-label={`Changes from ${primary === undefined ? "nothing" : `version ${primary.version}`}`}
           >
