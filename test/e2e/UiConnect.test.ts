@@ -563,6 +563,35 @@ describe("Connect UI (issue 22)", () => {
     await page.close()
   })
 
+  it("lists an unfinished setup as such, never as healthy, and removes it after confirming", async () => {
+    const started = expectStatus<{ connection: { id: string } }>(
+      await svc.call("POST", "/api/v1/connections/_initiate", {
+        token: await svc.sign(user),
+        body: { connectorId: formsConnector.id }
+      }),
+      201
+    )
+    const id = started.connection.id
+    const page = await chromium.context.newPage()
+    await page.goto(hostOrigin)
+    const frame = connectFrame(page)
+    const row = frame.locator(`li[data-connection-id="${id}"]`)
+    await expect.poll(() => row.getByTestId("connection-state").getAttribute("data-value")).toBe("setup")
+    expect(await row.getByTestId("connection-state").textContent()).toBe("Setup not finished")
+    expect(await row.getByTestId("connection-health").count()).toBe(0)
+    expect(await row.getByRole("button", { name: "Resume setup" }).count()).toBe(1)
+    await chromium.shot(page, "connect-14b-unfinished-setup")
+    expect(await chromium.axe(svcFrame(page))).toEqual([])
+    await row.getByRole("button", { name: `Remove ${formsDisplay}` }).click()
+    const dialog = frame.getByRole("dialog")
+    await dialog.getByText(`Remove the unfinished ${formsDisplay} setup?`).waitFor()
+    await dialog.getByRole("button", { name: "Remove" }).click()
+    await expect
+      .poll(() => connectionsOf(formsConnector.id).then((items) => items.some((c) => c.id === id)))
+      .toBe(false)
+    await page.close()
+  }, 120_000)
+
   it("shows an in-frame error page for an unknown actor, an expired or used link and an origin that is not allowed; each posts svc:connect:error", async () => {
     const page = await chromium.context.newPage()
     await page.goto(hostOrigin)

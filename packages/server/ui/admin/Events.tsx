@@ -160,7 +160,7 @@ export const EventsView = () => {
       </form>
       <ErrorBox error={error ?? events.error} />
       {selected !== undefined && <EventDetail event={selected} onClose={() => setSelected(undefined)} />}
-      <div class="svc-card">
+      <div class="svc-card svc-table-scroll">
         <table data-testid="request-events">
           <TableHead columns={["Time", "Request", "Status", "Source", "Duration", "Connection"]} />
           <tbody>

@@ -28,7 +28,7 @@ export const NamespacesView = () => {
         </button>
       </form>
       <ErrorBox error={error ?? namespaces.error} />
-      <div class="svc-card">
+      <div class="svc-card svc-table-scroll">
         <table>
           <thead>
             <tr>
