@@ -343,6 +343,7 @@ describe("admin UI (issue 22)", () => {
     await next.getByRole("button", { name: "Save draft version" }).click()
     await detail.getByRole("button", { name: "Publish version 1" }).click()
     await page.getByRole("dialog").getByRole("button", { name: "Publish version 1" }).click()
+    await expect.poll(() => detail.locator('tr[data-version="1"]').textContent()).toContain("primary")
     await detail.getByRole("button", { name: "Publish version 2" }).click()
     const diff = page.getByRole("dialog").getByTestId("version-diff")
     await diff.locator(".svc-diff-add").first().waitFor()

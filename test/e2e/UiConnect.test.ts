@@ -525,11 +525,16 @@ describe("Connect UI (issue 22)", () => {
     const page = await chromium.context.newPage()
     await page.goto(hostOrigin)
     await connectFrame(page).getByRole("heading", { name: "Connected accounts" }).waitFor()
+    let popups = 0
     const openPopup = async (query: string, heading = "Connected accounts") => {
       const url = await marketplaceLoginUrl(svc, user, `/connect/?${query}`)
       const opened = chromium.context.waitForEvent("page")
       // Browser-side code as strings: this project's TypeScript has no DOM types.
-      await page.evaluate(`void window.open(${JSON.stringify(url)}, "svc-connect-popup", "popup,width=720,height=720")`)
+      // A new window name each time: a closing window of the same name would be reused.
+      popups++
+      await page.evaluate(
+        `void window.open(${JSON.stringify(url)}, "svc-connect-popup-${popups}", "popup,width=720,height=720")`
+      )
       const popup = await opened
       await popup.getByRole("heading", { name: heading }).waitFor()
       return popup

@@ -46,7 +46,10 @@ export interface ChromiumSession {
    * restores light; answers the paths.
    */
   readonly shot: (page: Page, name: string) => Promise<ReadonlyArray<string>>
-  /** axe-core's serious and critical violations in `target` (a page, or a frame such as the Connect UI's iframe). */
+  /**
+   * axe-core's serious and critical violations in `target` (a page, or a frame such as the Connect
+   * UI's iframe), in the light and the dark colour scheme (each violation tagged with its scheme).
+   */
   readonly axe: (target: Page | Frame) => Promise<ReadonlyArray<AxeViolation>>
   readonly close: () => Promise<void>
 }
@@ -112,7 +115,17 @@ export const launchChromium = async (): Promise<ChromiumSession> => {
       await page.emulateMedia({ colorScheme: "light" })
       return files
     },
-    axe: runAxe,
+    axe: async (target) => {
+      const page = "page" in target && typeof target.page === "function" ? target.page() : (target as Page)
+      const found: Array<AxeViolation> = []
+      for (const colorScheme of ["light", "dark"] as const) {
+        await page.emulateMedia({ colorScheme })
+        for (const violation of await runAxe(target))
+          found.push({ ...violation, id: `${violation.id} (${colorScheme})` })
+      }
+      await page.emulateMedia({ colorScheme: "light" })
+      return found
+    },
     close: () => browser.close()
   }
 }
