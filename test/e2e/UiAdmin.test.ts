@@ -278,6 +278,11 @@ describe("admin UI (issue 22)", () => {
     await cxn.getByRole("button", { name: "Migrate" }).click()
     await expect.poll(() => cxn.getByTestId("task-state").textContent(), { timeout: 60_000 }).toBe("completed")
     await cxn.getByText(`${connector.id} v2`).waitFor()
+    // The probes of its version, run on demand, with what the upstream answered.
+    await cxn.getByRole("button", { name: "Run probe v2" }).click()
+    const probe = cxn.locator('li[data-probe-id="v2"]')
+    await expect.poll(() => probe.getByTestId("probe-outcome").textContent()).toBe("success")
+    expect(await probe.textContent()).toContain("HTTP 200")
     await chromium.shot(page, "admin-06-connection-migrated")
     const after = expectStatus<ConnectionBody & { connectorVersion: number }>(
       await svc.call("GET", `/api/v1/connections/${connection.id}`),

@@ -2,6 +2,7 @@ import { useState } from "preact/hooks"
 import { describeError } from "../shared/api.ts"
 import { ErrorBox, Field, KeyValues, OpenCell, TableHead, TaskProgress, useLoad, useTask } from "./common.tsx"
 import { MetadataEditor } from "./MetadataEditor.tsx"
+import { ProbeRuns } from "./ProbeRuns.tsx"
 import { adminApi } from "./adminApi.ts"
 
 const ConnectionDetail = (props: { readonly id: string; readonly onChanged: () => void }) => {
@@ -49,6 +50,12 @@ const ConnectionDetail = (props: { readonly id: string; readonly onChanged: () =
           </div>
           <MetadataEditor connectionId={c.id} kind="labels" values={c.labels} onChanged={changed} />
           <MetadataEditor connectionId={c.id} kind="annotations" values={c.annotations} onChanged={changed} />
+          <ProbeRuns
+            key={`${c.connectorId}-${c.connectorVersion}`}
+            connectionId={c.id}
+            connectorId={c.connectorId}
+            version={c.connectorVersion}
+          />
           <h3>Migrate to another version</h3>
           <form class="svc-row" onSubmit={migrate}>
             <Field id="migrate-target" label="Target version" value={target} onInput={setTarget} numeric />

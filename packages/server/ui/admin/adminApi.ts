@@ -45,6 +45,8 @@ export const endpoints = {
   listConnectors: declared("connectors", "list", "GET", "/api/v1/connectors"),
   createConnector: declared("connectors", "create", "POST", "/api/v1/connectors"),
   listVersions: declared("connectors", "listVersions", "GET", "/api/v1/connectors/:id/versions"),
+  getVersion: declared("connectors", "getVersion", "GET", "/api/v1/connectors/:id/versions/:version"),
+  runProbe: declared("probes", "run", "GET", "/api/v1/connectors/:connector/probes/:probe"),
   createVersion: declared("connectors", "createVersion", "POST", "/api/v1/connectors/:id/versions"),
   setVersionState: declared("connectors", "setVersionState", "PUT", "/api/v1/connectors/:id/versions/:version/_state"),
   disconnectAll: declared("connectors", "disconnectAll", "POST", "/api/v1/connectors/:id/_disconnectAll"),
@@ -109,6 +111,9 @@ export const adminApi = {
   createConnector: (body: { namespace: string; name?: string; definition: string }) =>
     call(e.createConnector, { body }),
   listVersions: (connectorId: string) => call(e.listVersions, { params: id(connectorId) }),
+  getVersion: (connectorId: string, version: number) => call(e.getVersion, { params: { id: connectorId, version } }),
+  runProbe: (connectorId: string, probeId: string, connectionId: string) =>
+    call(e.runProbe, { params: { connector: connectorId, probe: probeId }, query: { connectionId } }),
   createVersion: (connectorId: string, definition: string) =>
     call(e.createVersion, { params: id(connectorId), body: { definition } }),
   publish: (connectorId: string, version: number) =>
