@@ -479,14 +479,33 @@ describe("setup without a browser redirect (issue 5)", () => {
     expectError(await submit("region", { region: "eu" }), 409, "setup_step_mismatch")
     const afterTenant = expectStatus<Progress>(await submit("tenant", { tenant: "acme" }), 200)
     expect(afterTenant.next).toMatchObject({ type: "form", stepId: "svc:credentials", phase: "credentials" })
-    const afterKey = expectStatus<Progress>(await submit("svc:credentials", { api_key: "key-123" }), 200)
+    // A mistyped key: the verify probe refuses it and the connection stays at svc:verify.
+    const afterKey = expectStatus<Progress>(await submit("svc:credentials", { api_key: "key-typo" }), 200)
     expect(afterKey.next).toMatchObject({ type: "form", stepId: "region", phase: "configure" })
     expect(afterKey.connection.setupStepId).toBe("region")
-    const done = expectStatus<Progress>(await submit("region", { region: "eu" }), 200)
+    expectError(await submit("region", { region: "eu" }), 409, "verification_failed")
+    const progress = async () =>
+      expectStatus<Progress>(await svc.call("GET", `/api/v1/connections/${id}/_setup`), 200).connection
+    expect((await progress()).setupStepId).toBe("svc:verify")
+    // While it stands at svc:verify an earlier step may be submitted again (edited): the probes run again.
+    expectError(await submit("region", { region: "us" }), 409, "verification_failed")
+    expect(await progress()).toMatchObject({
+      setupStepId: "svc:verify",
+      configuration: { tenant: "acme", region: "us" }
+    })
+    expectError(await submit("svc:oauth2", {}), 409, "setup_step_mismatch")
+    const done = expectStatus<Progress>(await submit("svc:credentials", { api_key: "key-123" }), 200)
     expect(done.next.type).toBe("complete")
     expect(done.connection.state).toBe("configured")
-    expect(done.connection.configuration).toEqual({ tenant: "acme", region: "eu" })
-    expect(upstream.seen().some((request) => request.path === "/verify/acme")).toBe(true)
+    expect(done.connection.configuration).toEqual({ tenant: "acme", region: "us" })
+    const verified = upstream.seen().filter((request) => request.path === "/verify/acme")
+    expect(verified.map((request) => request.headers.authorization)).toEqual([
+      "Bearer key-typo",
+      "Bearer key-typo",
+      "Bearer key-123"
+    ])
+    // Once configured, no step can be submitted again.
+    expectError(await submit("region", { region: "eu" }), 409, "setup_step_mismatch")
   })
 
   it("chooses the namespace as spec 4.1 says, and never from wildcards", async () => {

@@ -11,8 +11,11 @@
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
+import * as fs from "node:fs"
+import * as https from "node:https"
+import type { AddressInfo } from "node:net"
 import * as path from "node:path"
-import type { FrameLocator, Page } from "playwright-core"
+import type { Frame, FrameLocator, Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ConnectionBody, expectStatus, launch, rand, resources, type Svc } from "../support/Api.ts"
 import { type ChromiumSession, launchChromium } from "../support/Chromium.ts"
@@ -28,11 +31,18 @@ let upstream: Upstream
 let svc: Svc
 let chromium: ChromiumSession
 let hostApp: ChildProcess | undefined
+/** A second host app on an origin that is not allowed. */
+let strayHostApp: ChildProcess | undefined
 let hostOrigin: string
 let publicOrigin: string
 let tenantNs: string
 let oauthConnector: { id: string; name: string }
 let formsConnector: { id: string; name: string }
+/** Serves the forms connector's logo over https (the admin-api's self-signed certificate). */
+let logoServer: https.Server | undefined
+let logoUrl: string
+const oauthDisplay = "Acme Cloud"
+const formsDisplay = "Ticket Desk"
 const user = `ui-user-${rand()}`
 const viewer = `ui-viewer-${rand()}`
 
@@ -62,6 +72,13 @@ const startHostApp = (port: number, externalId: string): Promise<ChildProcess> =
   })
 
 const connectFrame = (page: Page): FrameLocator => page.frameLocator("iframe#svc-connect")
+
+/** The Connect UI's frame in the host app's page (for axe-core). */
+const svcFrame = (page: Page): Frame => {
+  const frame = page.frames().find((f) => f.url().startsWith(`${publicOrigin}/connect/`))
+  if (frame === undefined) throw new Error(`no Connect UI frame in ${page.url()}`)
+  return frame
+}
 
 /** Settles when `page` is closed, including when it already was; fails after `timeoutMs`. */
 const whenClosed = (page: Page, timeoutMs: number): Promise<void> =>
@@ -143,6 +160,22 @@ beforeAll(async () => {
     }
   })
   publicOrigin = `http://127.0.0.1:${svc.ports.public}`
+  const tlsDir = path.join(svc.dir ?? "", ".svc/tls")
+  logoServer = https.createServer(
+    {
+      cert: fs.readFileSync(path.join(tlsDir, "admin-api.crt")),
+      key: fs.readFileSync(path.join(tlsDir, "admin-api.key"))
+    },
+    (_request, response) => {
+      response
+        .writeHead(200, { "content-type": "image/svg+xml" })
+        .end(
+          '<svg xmlns="http://www.w3.org/2000/svg" width="32" height="32"><rect width="32" height="32" rx="6" fill="#1f8a70"/><path d="M8 16h16M16 8v16" stroke="#fff" stroke-width="4"/></svg>'
+        )
+    }
+  )
+  await new Promise<void>((resolve) => logoServer?.listen(0, "127.0.0.1", resolve))
+  logoUrl = `https://127.0.0.1:${(logoServer.address() as AddressInfo).port}/logo.svg`
   await provider.addClient({
     client_id: "svc-web",
     client_secret: clientSecret,
@@ -158,6 +191,8 @@ beforeAll(async () => {
     name: "acme-cloud",
     definition: {
       type: "provider",
+      display_name: oauthDisplay,
+      description: "Files and projects in your Acme Cloud workspace.",
       auth: authorizationCodeAuth(provider, [{ name: "read", required: true }, { name: "write" }]),
       proxy: { allowed_hosts: [new URL(provider.issuer).host], allow_private_networks: true },
       probes: [{ id: "me", url: provider.endpoints.resource("me"), verify: true }]
@@ -168,6 +203,9 @@ beforeAll(async () => {
     name: "ticket-desk",
     definition: {
       type: "forms",
+      display_name: formsDisplay,
+      description: "Tickets and queues of your help desk.",
+      logo_url: logoUrl,
       auth: { type: "api_key", placement: "bearer" },
       proxy: { allowed_hosts: [`127.0.0.1:${upstream.port}`], allow_private_networks: true },
       probes: [{ id: "check", url: `${upstream.origin}/verify/{{cfg.tenant}}`, verify: true }],
@@ -233,7 +271,9 @@ beforeAll(async () => {
 afterAll(async () => {
   await chromium?.close()
   hostApp?.kill()
+  strayHostApp?.kill()
   await svc?.stop()
+  await new Promise((resolve) => (logoServer === undefined ? resolve(undefined) : logoServer.close(resolve)))
   await upstream?.close()
   await provider?.close()
 })
@@ -266,8 +306,17 @@ describe("Connect UI (issue 22)", () => {
     await page.goto(hostOrigin)
     const frame = connectFrame(page)
     await frame.getByRole("heading", { name: "Connect an account" }).waitFor()
-    await expect.poll(() => frame.getByRole("button", { name: `Connect ${oauthConnector.name}` }).count()).toBe(1)
+    await expect.poll(() => frame.getByRole("button", { name: `Connect ${oauthDisplay}`, exact: true }).count()).toBe(1)
+    // Connectors by display name, description and logo (an initial when there is none); ids folded away.
+    const forms = frame.locator(`li[data-connector-id="${formsConnector.id}"]`)
+    expect(await forms.locator(".svc-name").textContent()).toBe(formsDisplay)
+    expect(await forms.textContent()).toContain("Tickets and queues of your help desk.")
+    expect(await forms.locator("img.svc-logo").getAttribute("src")).toBe(logoUrl)
+    const oauth = frame.locator(`li[data-connector-id="${oauthConnector.id}"]`)
+    expect(await oauth.locator(".svc-logo-initial").textContent()).toBe("A")
+    expect(await oauth.locator("details .svc-mono").isVisible()).toBe(false)
     await chromium.shot(page, "connect-01-host-app-connectors")
+    expect(await chromium.axe(svcFrame(page))).toEqual([])
 
     // The session cookie is HttpOnly; the XSRF cookie is readable; a write without the header is refused.
     const cookies = await chromium.context.cookies(publicOrigin)
@@ -284,8 +333,8 @@ describe("Connect UI (issue 22)", () => {
     expect(withoutXsrf.status).toBe(403)
     expect(((await withoutXsrf.json()) as { code: string }).code).toBe("xsrf_token_invalid")
 
-    await frame.getByRole("button", { name: `Connect ${oauthConnector.name}` }).click()
-    await frame.getByRole("heading", { name: `Connect ${oauthConnector.name}` }).waitFor()
+    await frame.getByRole("button", { name: `Connect ${oauthDisplay}`, exact: true }).click()
+    await frame.getByRole("heading", { name: `Connect ${oauthDisplay}`, exact: true }).waitFor()
     await chromium.shot(page, "connect-02-oauth-continue")
     const popupOpened = chromium.context.waitForEvent("page")
     await frame.getByRole("button", { name: "Continue to sign in" }).click()
@@ -302,8 +351,8 @@ describe("Connect UI (issue 22)", () => {
     expect(connection?.state).toBe("configured")
     expect(connection?.namespace).toBe(tenantNs)
     const row = frame.locator(`li[data-connection-id="${connection?.id}"]`)
-    await expect.poll(() => row.getByTestId("connection-state").textContent()).toBe("configured")
-    await expect.poll(() => row.getByTestId("connection-health").textContent()).toBe("healthy")
+    await expect.poll(() => row.getByTestId("connection-state").getAttribute("data-value")).toBe("configured")
+    await expect.poll(() => row.getByTestId("connection-health").getAttribute("data-value")).toBe("healthy")
     await chromium.shot(page, "connect-04-oauth-connected")
     await page.close()
   }, 120_000)
@@ -312,7 +361,7 @@ describe("Connect UI (issue 22)", () => {
     const page = await chromium.context.newPage()
     await page.goto(hostOrigin)
     const frame = connectFrame(page)
-    await frame.getByRole("button", { name: `Connect ${formsConnector.name}` }).click()
+    await frame.getByRole("button", { name: `Connect ${formsDisplay}`, exact: true }).click()
 
     // Preconnect: a required text field, checked before anything is sent.
     const workspace = frame.getByLabel("Workspace")
@@ -330,11 +379,11 @@ describe("Connect UI (issue 22)", () => {
     await page.keyboard.type("cme")
     await page.keyboard.press("Enter")
 
-    // Credentials: the API key is a masked input.
+    // Credentials: the API key is a masked input. The user mistypes it.
     const apiKey = frame.getByLabel("API key")
     await apiKey.waitFor()
     expect(await apiKey.getAttribute("type")).toBe("password")
-    await apiKey.fill("key-123")
+    await apiKey.fill("key-mistyped")
     await chromium.shot(page, "connect-06-api-key-masked")
     await frame.getByRole("button", { name: "Connect", exact: true }).click()
 
@@ -349,32 +398,66 @@ describe("Connect UI (issue 22)", () => {
     await expect.poll(() => frame.getByRole("alert").first().textContent()).toContain("At most 500.")
     await frame.getByLabel("Items per sync").fill("120")
     await chromium.shot(page, "connect-07-configure-form")
-    // The provider refuses the key at first: the verify step (after the last form) fails with a clear
-    // error and can be retried.
-    upstream.route("/verify", () => ({ status: 401 }))
+    // The provider refuses the mistyped key: the verify step (after the last form) fails with an
+    // end-user message (no probe id, address or socket error) and offers to edit what was entered.
     await frame.getByRole("button", { name: "Continue" }).click()
     await expect
       .poll(() => frame.getByTestId("setup-error").textContent())
       .toContain("The connection could not be verified with the provider.")
-    // The failed probe is named.
-    expect(await frame.getByTestId("setup-error").locator("li").first().textContent()).toContain("check")
-    const retry = frame.getByRole("button", { name: "Check connection" })
-    await retry.waitFor()
+    const problem = (await frame.getByTestId("setup-error").textContent()) ?? ""
+    expect(await frame.getByTestId("setup-error").locator("li").allTextContents()).toEqual([
+      "The provider did not accept these credentials."
+    ])
+    expect(problem).not.toContain("127.0.0.1")
+    expect(problem).not.toContain("HTTP 401")
+    const editCredentials = frame.getByRole("button", { name: "Edit credentials" })
+    await editCredentials.waitFor()
     await chromium.shot(page, "connect-08-verify-failed")
-    upstream.route("/verify", (request) =>
-      request.headers.authorization === "Bearer key-123" ? { status: 200, body: "{}" } : { status: 401 }
-    )
-    await retry.click()
+    expect(await chromium.axe(svcFrame(page))).toEqual([])
 
-    await frame.getByTestId("flash").filter({ hasText: "is connected" }).waitFor()
+    // Editing a non-secret step shows the values entered; Back returns to the check.
+    await frame.getByRole("button", { name: "Edit your workspace" }).click()
+    expect(await frame.getByLabel("Workspace").inputValue()).toBe("acme")
+    await frame.getByRole("button", { name: "Back" }).click()
+    // Edit credentials: the secret is entered again (never kept in the page), then checked again.
+    await editCredentials.click()
+    const again = frame.getByLabel("API key")
+    await again.waitFor()
+    expect(await again.inputValue()).toBe("")
+    expect(await again.getAttribute("type")).toBe("password")
+    await again.fill("key-123")
+    await chromium.shot(page, "connect-08b-edit-credentials")
+    await frame.getByRole("button", { name: "Save and check again" }).click()
+
+    await frame
+      .getByTestId("flash")
+      .filter({ hasText: `${formsDisplay} is connected.` })
+      .waitFor()
     const [connection] = await connectionsOf(formsConnector.id)
     expect(connection?.state).toBe("configured")
     expect(connection?.configuration).toEqual({ tenant: "acme", region: "eu", max_items: 120, sync_archived: true })
-    expect(upstream.seen().some((request) => request.path === "/verify/acme")).toBe(true)
+    const verified = upstream.seen().filter((request) => request.path === "/verify/acme")
+    expect(verified.map((request) => request.headers.authorization)).toEqual(["Bearer key-mistyped", "Bearer key-123"])
     await expect.poll(async () => (await hostEvents(page)).map((e) => e.connectionId)).toContain(connection?.id)
 
+    // The connection is listed by its connector's display name and logo; ids only under Details.
+    const row = frame.locator(`li[data-connection-id="${connection?.id}"]`)
+    expect(await row.locator(".svc-name").textContent()).toBe(formsDisplay)
+    expect(await row.locator("img.svc-logo").getAttribute("src")).toBe(logoUrl)
+    await expect
+      .poll(() =>
+        row.locator("img.svc-logo").evaluate((img: unknown) => (img as { naturalWidth: number }).naturalWidth)
+      )
+      .toBe(32)
+    expect(await row.locator("details").isVisible()).toBe(true)
+    expect(await row.locator("details .svc-mono").isVisible()).toBe(false)
+    expect(await row.locator("details .svc-mono").textContent()).toContain(connection?.id ?? "?")
+    await expect.poll(() => row.getByTestId("connection-state").textContent()).toBe("Connected")
+    await chromium.shot(page, "connect-08c-connected-with-logo")
+    expect(await chromium.axe(svcFrame(page))).toEqual([])
+
     // Disconnect: a modal confirmation; Escape cancels it, the button confirms.
-    const disconnect = frame.getByRole("button", { name: `Disconnect ${connection?.name}` })
+    const disconnect = frame.getByRole("button", { name: `Disconnect ${formsDisplay}` })
     await disconnect.click()
     const dialog = frame.getByRole("dialog")
     await dialog.waitFor()
@@ -423,7 +506,7 @@ describe("Connect UI (issue 22)", () => {
     await page.goto(hostOrigin)
     const frame = connectFrame(page)
     const row = frame.locator(`li[data-connection-id="${id}"]`)
-    await expect.poll(() => row.getByTestId("connection-health").textContent()).toBe("unhealthy")
+    await expect.poll(() => row.getByTestId("connection-health").getAttribute("data-value")).toBe("unhealthy")
     const reconnect = frame.getByRole("button", { name: "Reconnect" })
     await reconnect.waitFor()
     await chromium.shot(page, "connect-11-reauth-notice")
@@ -432,7 +515,7 @@ describe("Connect UI (issue 22)", () => {
     await frame.getByRole("button", { name: "Continue to sign in" }).click()
     await signInAtProvider(await popupOpened)
     await frame.getByTestId("flash").filter({ hasText: "is connected" }).waitFor()
-    await expect.poll(() => row.getByTestId("connection-health").textContent()).toBe("healthy")
+    await expect.poll(() => row.getByTestId("connection-health").getAttribute("data-value")).toBe("healthy")
     expect(await frame.getByRole("button", { name: "Reconnect" }).count()).toBe(0)
     await chromium.shot(page, "connect-12-reauth-done")
     await page.close()
@@ -442,30 +525,39 @@ describe("Connect UI (issue 22)", () => {
     const page = await chromium.context.newPage()
     await page.goto(hostOrigin)
     await connectFrame(page).getByRole("heading", { name: "Connected accounts" }).waitFor()
-    const openPopup = async (query: string) => {
+    let popups = 0
+    const openPopup = async (query: string, heading = "Connected accounts") => {
       const url = await marketplaceLoginUrl(svc, user, `/connect/?${query}`)
       const opened = chromium.context.waitForEvent("page")
       // Browser-side code as strings: this project's TypeScript has no DOM types.
-      await page.evaluate(`void window.open(${JSON.stringify(url)}, "svc-connect-popup", "popup,width=720,height=720")`)
+      // A new window name each time: a closing window of the same name would be reused.
+      popups++
+      await page.evaluate(
+        `void window.open(${JSON.stringify(url)}, "svc-connect-popup-${popups}", "popup,width=720,height=720")`
+      )
       const popup = await opened
-      await popup.getByRole("heading", { name: "Connected accounts" }).waitFor()
+      await popup.getByRole("heading", { name: heading }).waitFor()
       return popup
     }
 
-    // An origin that is not allowed gets nothing.
+    // A host_origin that is not allowed: no session, the error page, and the opener (on an allowed
+    // origin, but not the one named) gets nothing.
     const before = (await hostEvents(page)).length
-    const stray = await openPopup(`host_origin=${encodeURIComponent("https://evil.example.test")}`)
-    await clickToClose(stray, "Close")
+    const stray = await openPopup(
+      `host_origin=${encodeURIComponent("https://evil.example.test")}`,
+      "This application may not show this page"
+    )
     await new Promise((resolve) => setTimeout(resolve, 500))
     expect((await hostEvents(page)).length).toBe(before)
+    await stray.close()
 
     const popup = await openPopup(
       `host_origin=${encodeURIComponent(hostOrigin)}&theme=dark&accent=${encodeURIComponent("#d6452f")}&radius=2`
     )
-    await popup.getByRole("button", { name: `Connect ${formsConnector.name}` }).waitFor()
+    await popup.getByRole("button", { name: `Connect ${formsDisplay}`, exact: true }).waitFor()
     const style = (property: string) =>
       popup.evaluate(
-        `getComputedStyle(document.querySelector(${JSON.stringify(`button[aria-label="Connect ${formsConnector.name}"]`)}))[${JSON.stringify(property)}]`
+        `getComputedStyle(document.querySelector(${JSON.stringify(`button[aria-label="Connect ${formsDisplay}"]`)}))[${JSON.stringify(property)}]`
       )
     expect(await style("backgroundColor")).toBe("rgb(214, 69, 47)")
     expect(await style("borderTopLeftRadius")).toBe("2px")
@@ -475,6 +567,87 @@ describe("Connect UI (issue 22)", () => {
     await expect.poll(async () => (await hostEvents(page)).map((e) => e.type)).toContain("svc:connect:close")
     await page.close()
   })
+
+  it("lists an unfinished setup as such, never as healthy, and removes it after confirming", async () => {
+    const started = expectStatus<{ connection: { id: string } }>(
+      await svc.call("POST", "/api/v1/connections/_initiate", {
+        token: await svc.sign(user),
+        body: { connectorId: formsConnector.id }
+      }),
+      201
+    )
+    const id = started.connection.id
+    const page = await chromium.context.newPage()
+    await page.goto(hostOrigin)
+    const frame = connectFrame(page)
+    const row = frame.locator(`li[data-connection-id="${id}"]`)
+    await expect.poll(() => row.getByTestId("connection-state").getAttribute("data-value")).toBe("setup")
+    expect(await row.getByTestId("connection-state").textContent()).toBe("Setup not finished")
+    expect(await row.getByTestId("connection-health").count()).toBe(0)
+    expect(await row.getByRole("button", { name: "Resume setup" }).count()).toBe(1)
+    await chromium.shot(page, "connect-14b-unfinished-setup")
+    expect(await chromium.axe(svcFrame(page))).toEqual([])
+    await row.getByRole("button", { name: `Remove ${formsDisplay}` }).click()
+    const dialog = frame.getByRole("dialog")
+    await dialog.getByText(`Remove the unfinished ${formsDisplay} setup?`).waitFor()
+    await dialog.getByRole("button", { name: "Remove" }).click()
+    await expect
+      .poll(() => connectionsOf(formsConnector.id).then((items) => items.some((c) => c.id === id)))
+      .toBe(false)
+    await page.close()
+  }, 120_000)
+
+  it("shows an in-frame error page for an unknown actor, an expired or used link and an origin that is not allowed; each posts svc:connect:error", async () => {
+    const page = await chromium.context.newPage()
+    await page.goto(hostOrigin)
+    const frame = connectFrame(page)
+    await frame.getByRole("heading", { name: "Connected accounts" }).waitFor()
+    const returnTo = `${publicOrigin}/connect/?host_origin=${encodeURIComponent(hostOrigin)}`
+    const errorsOf = async (target: Page) => (await hostEvents(target)).filter((e) => e.type === "svc:connect:error")
+    const show = async (url: string, code: string, title: string, shot: string) => {
+      await page.evaluate(`document.getElementById("svc-connect").src = ${JSON.stringify(url)}`)
+      await frame.getByRole("heading", { name: title }).waitFor()
+      await expect.poll(async () => (await errorsOf(page)).map((e) => e.code)).toContain(code)
+      expect(await frame.locator(`section[data-code="${code}"]`).count()).toBe(1)
+      await chromium.shot(page, shot)
+      expect(await chromium.axe(svcFrame(page))).toEqual([])
+    }
+    await show(
+      await marketplaceLoginUrl(svc, `nobody-${rand()}`, returnTo),
+      "unknown_actor",
+      "Your account is not set up yet",
+      "connect-15-error-unknown-actor"
+    )
+    await show(
+      await marketplaceLoginUrl(svc, user, returnTo, { expiredSecondsAgo: 600 }),
+      "link_expired",
+      "This link has expired",
+      "connect-16-error-link-expired"
+    )
+    const once = await marketplaceLoginUrl(svc, user, returnTo)
+    expect((await fetch(once, { redirect: "manual" })).status).toBe(303)
+    await show(once, "link_invalid", "This link cannot be used", "connect-17-error-link-used")
+    // What the host must do is in the message and, folded, on the page.
+    const expired = (await errorsOf(page)).find((e) => e.code === "link_expired")
+    expect(expired?.message).toContain("sign a fresh one")
+    await page.close()
+
+    // A host whose origin is not in allowed_origins: the frame says so instead of staying blank,
+    // and that host (only it: the message names no account) learns why.
+    const strayPort = await freePort()
+    const strayOrigin = `http://127.0.0.1:${strayPort}`
+    strayHostApp = await startHostApp(strayPort, user)
+    const stray = await chromium.context.newPage()
+    await stray.goto(strayOrigin)
+    await connectFrame(stray).getByRole("heading", { name: "This application may not show this page" }).waitFor()
+    await expect.poll(async () => (await errorsOf(stray)).map((e) => e.code)).toEqual(["origin_not_allowed"])
+    expect((await errorsOf(stray))[0]?.message).toContain("host_application.allowed_origins")
+    await chromium.shot(stray, "connect-18-error-origin-not-allowed")
+    const strayFrame = stray.frames().find((f) => f.url().startsWith(`${publicOrigin}/connect/error`))
+    expect(strayFrame).toBeDefined()
+    if (strayFrame !== undefined) expect(await chromium.axe(strayFrame)).toEqual([])
+    await stray.close()
+  }, 120_000)
 
   it("tells a browser without a session to sign in from the application, without logging errors", async () => {
     const fresh = await chromium.browser.newContext()

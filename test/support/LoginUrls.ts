@@ -9,27 +9,37 @@ import * as path from "node:path"
 import { importPKCS8, SignJWT } from "jose"
 import type { Svc } from "./Api.ts"
 
-/** A login token for `externalId` valid on `service`, signed with the svc's development key (`nonce: false` leaves the nonce out). */
+/**
+ * A login token for `externalId` valid on `service`, signed with the svc's development key
+ * (`nonce: false` leaves the nonce out; `expiredSecondsAgo` makes one that expired that long ago).
+ */
 export const loginToken = async (
   svc: Svc,
   externalId: string,
   service: "public" | "admin-api",
-  options: { readonly nonce?: boolean } = {}
+  options: { readonly nonce?: boolean; readonly expiredSecondsAgo?: number } = {}
 ): Promise<string> => {
   const pem = await fs.readFile(path.join(svc.dir ?? "", ".svc/dev-keys/jwt-private.pem"), "utf8")
+  const now = Math.floor(Date.now() / 1000)
+  const ago = options.expiredSecondsAgo
   return new SignJWT(options.nonce === false ? {} : { nonce: randomUUID() })
     .setProtectedHeader({ alg: "RS256" })
     .setSubject(externalId)
     .setAudience([service])
-    .setIssuedAt()
-    .setExpirationTime("5m")
+    .setIssuedAt(ago === undefined ? now : now - ago - 60)
+    .setExpirationTime(ago === undefined ? now + 300 : now - ago)
     .setJti(randomUUID())
     .sign(await importPKCS8(pem, "RS256"))
 }
 
 /** `<public>/marketplace/login?token=…&return_to=…`. */
-export const marketplaceLoginUrl = async (svc: Svc, externalId: string, returnTo: string): Promise<string> =>
-  `http://127.0.0.1:${svc.ports.public}/marketplace/login?token=${await loginToken(svc, externalId, "public")}` +
+export const marketplaceLoginUrl = async (
+  svc: Svc,
+  externalId: string,
+  returnTo: string,
+  options: { readonly expiredSecondsAgo?: number } = {}
+): Promise<string> =>
+  `http://127.0.0.1:${svc.ports.public}/marketplace/login?token=${await loginToken(svc, externalId, "public", options)}` +
   `&return_to=${encodeURIComponent(returnTo)}`
 
 /** `<admin-api>/ui/login?token=…`. */

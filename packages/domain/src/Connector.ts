@@ -16,14 +16,18 @@ export type VersionState = typeof VersionState.Type
 /**
  * A connector as returned. `version` and `state` describe its current version: the primary one,
  * else the newest active, else the newest draft, else the newest archived; `type` is that
- * version's definition type.
+ * version's definition type; `displayName`, `description` and `logoUrl` are that definition's
+ * `display_name`, `description` and `logo_url` when it sets them (what the Connect UI shows).
  */
 export const Connector = Schema.Struct({
   ...envelopeFields,
   id: ConnectorId,
   version: Schema.Number,
   state: VersionState,
-  type: Schema.String
+  type: Schema.String,
+  displayName: Schema.optionalKey(Schema.String),
+  description: Schema.optionalKey(Schema.String),
+  logoUrl: Schema.optionalKey(Schema.String)
 }).annotate({ identifier: "Connector" })
 export type Connector = typeof Connector.Type
 

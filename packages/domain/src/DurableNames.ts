@@ -31,6 +31,9 @@ export const ReencryptionSweepActivity = "svc.keys.reencrypt.sweep.v1"
 /** Cluster singleton that hands queued re-encryptions to the workflow engine. */
 export const ReencryptionDispatcherSingleton = "svc.keys.reencryption-dispatcher.v1"
 
+/** The cluster singleton that removes abandoned setups (`connections.setup_ttl`). Never renamed. */
+export const SetupCleanupSingleton = "svc.connections.setup-cleanup.v1"
+
 /** The cluster singleton of the OAuth2 token refresh sweep. Never renamed. */
 export const TokenRefreshSweepSingleton = "svc.oauth2.refresh-sweep.v1"
 

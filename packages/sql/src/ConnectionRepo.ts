@@ -83,6 +83,8 @@ export class ConnectionRepo extends Context.Service<
     readonly markDisconnected: (id: ConnectionId, now: Date) => Effect.Effect<boolean, SqlError>
     /** Ids of live connections whose token refresh is due at or before `before`, soonest first. */
     readonly dueForRefresh: (before: Date, limit: number) => Effect.Effect<ReadonlyArray<ConnectionId>, SqlError>
+    /** Live connections still in `setup` whose last change is before `before` (abandoned setups), oldest first. */
+    readonly abandonedSetups: (before: Date, limit: number) => Effect.Effect<ReadonlyArray<ConnectionId>, SqlError>
   }
 >()("@svc/sql/ConnectionRepo") {
   static readonly layer: Layer.Layer<ConnectionRepo, never, SqlClient.SqlClient> = Layer.effect(
@@ -180,6 +182,15 @@ export class ConnectionRepo extends Context.Service<
         return (yield* Effect.orDie(decodeIds(rows))).map((row) => row.id)
       })
 
+      const abandonedSetups = Effect.fn("ConnectionRepo.abandonedSetups")(function* (before: Date, limit: number) {
+        const rows = yield* sql`
+          SELECT id FROM connections
+          WHERE deleted_at IS NULL AND state = 'setup' AND updated_at < ${before}
+          ORDER BY updated_at, id
+          LIMIT ${limit}`
+        return (yield* Effect.orDie(decodeIds(rows))).map((row) => row.id)
+      })
+
       const setRefreshDueAt = Effect.fn("ConnectionRepo.setRefreshDueAt")(function* (
         id: ConnectionId,
         expected: string,
@@ -223,7 +234,8 @@ export class ConnectionRepo extends Context.Service<
         setState,
         eraseCredentials,
         markDisconnected,
-        dueForRefresh
+        dueForRefresh,
+        abandonedSetups
       })
     })
   )

@@ -303,6 +303,9 @@ export const resolve = (
         problems
       )
     },
+    connections: {
+      setupTtlMs: intervalMs(file.connections?.setup_ttl, "connections.setup_ttl", 24 * 60 * 60 * 1000, 1000, problems)
+    },
     probes: {
       pollIntervalMs: intervalMs(file.probes?.poll_interval, "probes.poll_interval", 1000, 50, problems),
       maxConcurrency: file.probes?.max_concurrency ?? 8

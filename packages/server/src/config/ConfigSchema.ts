@@ -230,6 +230,7 @@ export const ConfigFile = Schema.Struct({
     })
   ),
   outbound: Schema.optionalKey(Schema.Struct({ allow_private_networks: Schema.optionalKey(Schema.Boolean) })),
+  connections: Schema.optionalKey(Schema.Struct({ setup_ttl: Schema.optionalKey(DurationString) })),
   probes: Schema.optionalKey(
     Schema.Struct({
       poll_interval: Schema.optionalKey(DurationString),

@@ -120,6 +120,8 @@ export interface ResolvedConfig {
   readonly outbound: { readonly allowPrivateNetworks: boolean }
   /** Rate-limit rules (spec 4.6 rule 6): how often each process reloads its rule cache. */
   readonly rateLimits: { readonly refreshIntervalMs: number }
+  /** Connections: how long a setup may stand still before it is removed as abandoned. */
+  readonly connections: { readonly setupTtlMs: number }
   /** Background connection probes: scheduler tick and parallelism. */
   readonly probes: { readonly pollIntervalMs: number; readonly maxConcurrency: number }
   /** Version migrations (spec 4.3): the longest one hook may run, whatever the migration's timeout. */

@@ -318,12 +318,21 @@ export class ConnectionSetup extends Context.Service<
         body: SubmitSetupStep
       ) {
         const { row, definition } = yield* loadInSetup(actor, id, "update")
-        if (row.state !== "setup" || row.setupStepId !== body.stepId) {
-          return yield* stepMismatch(id, row.state === "setup" ? row.setupStepId : null, body.stepId)
-        }
         const plan = setupPlan(definition)
         const step = stepById(plan, body.stepId)
+        // A connection whose verification failed stands at svc:verify: an earlier form or
+        // credentials step may be submitted again (edited); the verify probes then run again.
+        const editing =
+          row.state === "setup" &&
+          row.setupStepId === verifyStepId &&
+          step !== undefined &&
+          (step.kind === "form" || step.kind === "credentials")
+        if (row.state !== "setup" || (row.setupStepId !== body.stepId && !editing)) {
+          return yield* stepMismatch(id, row.state === "setup" ? row.setupStepId : null, body.stepId)
+        }
         if (step === undefined) return yield* stepMismatch(id, row.setupStepId, body.stepId)
+        const from = editing ? verifyStepId : step.id
+        const after = editing ? stepById(plan, verifyStepId) : stepAfter(plan, step.id)
         switch (step.kind) {
           case "oauth2":
             return yield* new Conflict({
@@ -345,14 +354,14 @@ export class ConnectionSetup extends Context.Service<
             const sealed = yield* secrets.sealCredentials(row, stored)
             const swapped = yield* Effect.orDie(repo.swapCredentials(row.id, row.credentialsEnc, sealed, yield* now))
             if (!swapped) return yield* stepMismatch(id, row.setupStepId, body.stepId)
-            const moved = yield* moveTo(yield* reload(id), definition, step.id, stepAfter(plan, step.id))
+            const moved = yield* moveTo(yield* reload(id), definition, from, after)
             return yield* progressOf(moved, definition, actor)
           }
           case "form": {
             const values = yield* validateStepValues(definition, step.id, body.values)
             const merged = { ...(yield* secrets.configuration(row)), ...values }
             const configurationEnc = yield* secrets.sealConfiguration(row, merged)
-            const moved = yield* moveTo(row, definition, step.id, stepAfter(plan, step.id), configurationEnc)
+            const moved = yield* moveTo(row, definition, from, after, configurationEnc)
             return yield* progressOf(moved, definition, actor)
           }
         }

@@ -4,6 +4,8 @@
  *
  * - `GET /connect/` (and `/connect/oauth-return`, where an OAuth2 popup lands): the page, framable
  *   only by `host_application.allowed_origins` (CSP `frame-ancestors`);
+ * - `GET /connect/error?code=…`: where a refused marketplace login bound for the Connect UI lands
+ *   (framable by any origin: it reads no session and acts on nothing);
  * - `GET /connect/assets/*`: content-hashed scripts and styles, immutable;
  * - `GET /connect/config.json`: the host origins the page may report completion to with
  *   `postMessage` (never `*`), and the public base URL.
@@ -39,6 +41,9 @@ export const ConnectUiRoutes: Layer.Layer<never, never, HttpRouter.HttpRouter | 
     yield* router.add("GET", `${connectUiPath}*`, (request) => {
       const relative = pathBelow(request.url, connectUiPath) ?? ""
       if (pages.has(relative)) return Effect.succeed(indexResponse(bundle, [...origins]))
+      // The in-frame error page of a refused login (docs/ui.md) acts on no session, so any page may
+      // frame it: a host whose origin is not allowed learns why its frame stays empty.
+      if (relative === "error") return Effect.succeed(indexResponse(bundle, ["*"]))
       if (relative === "config.json") {
         return Effect.succeed(HttpServerResponse.jsonUnsafe(clientConfig, { headers: { "Cache-Control": "no-store" } }))
       }

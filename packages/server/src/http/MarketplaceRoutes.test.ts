@@ -203,6 +203,58 @@ describe("MarketplaceRoutes", () => {
     )
   )
 
+  it.effect(
+    "a refused login bound for the Connect UI lands on its in-frame error page with a code, and makes no session",
+    () =>
+      run(
+        Effect.gen(function* () {
+          const connect = (hostOrigin?: string) =>
+            `${publicBase}/connect/${hostOrigin === undefined ? "" : `?host_origin=${encodeURIComponent(hostOrigin)}`}`
+          const errorPage = (answer: Answer) => {
+            assert.strictEqual(answer.status, 303)
+            assert.deepStrictEqual(answer.cookies, [])
+            const location = new URL(answer.headers.get("location") ?? "")
+            assert.strictEqual(location.origin + location.pathname, `${publicBase}/connect/error`)
+            return location.searchParams
+          }
+          const expired = yield* sign({ exp: now - 3600 })
+          const expiredPage = errorPage(yield* call("GET", loginUrl(expired, connect("https://app.example"))))
+          assert.strictEqual(expiredPage.get("code"), "link_expired")
+          assert.strictEqual(expiredPage.get("host_origin"), "https://app.example")
+          assertNoToken(yield* call("GET", loginUrl(expired, connect())), expired)
+          assert.strictEqual(
+            errorPage(yield* call("GET", loginUrl(yield* sign({ sub: "nobody" }), connect()))).get("code"),
+            "unknown_actor"
+          )
+          const used = yield* sign()
+          assert.strictEqual((yield* call("GET", loginUrl(used, connect()))).status, 303)
+          assert.strictEqual(errorPage(yield* call("GET", loginUrl(used, connect()))).get("code"), "link_invalid")
+          // An origin that is not allowed, named by host_origin or by the framing page: the token stays unused.
+          const fresh = yield* sign()
+          const foreign = errorPage(yield* call("GET", loginUrl(fresh, connect("https://other.example"))))
+          assert.strictEqual(foreign.get("code"), "origin_not_allowed")
+          assert.strictEqual(foreign.get("host_origin"), "https://other.example")
+          const framed = errorPage(
+            yield* call("GET", loginUrl(fresh, connect()), {
+              "sec-fetch-dest": "iframe",
+              referer: "https://framer.example/page"
+            })
+          )
+          assert.strictEqual(framed.get("code"), "origin_not_allowed")
+          assert.strictEqual(framed.get("host_origin"), "https://framer.example")
+          const accepted = yield* call("GET", loginUrl(fresh, connect("https://app.example")), {
+            "sec-fetch-dest": "iframe",
+            referer: "https://app.example/page"
+          })
+          assert.strictEqual(accepted.status, 303)
+          assert.strictEqual(accepted.headers.get("location"), connect("https://app.example"))
+          assert.isTrue((cookieValue(accepted, "svc_session") ?? "").length > 0)
+          // A login bound elsewhere keeps the plain refusal page.
+          assert.strictEqual((yield* call("GET", loginUrl(expired, "https://app.example/back"))).status, 401)
+        })
+      )
+  )
+
   it.effect("a replayed token, a token for aud api, and non-login tokens are refused with 401", () =>
     run(
       Effect.gen(function* () {

@@ -4,7 +4,7 @@
  * /marketplace/logout` ends it; `GET /marketplace/session` describes it. The login token is never
  * echoed (pages, redirects, logs); every answer is `Cache-Control: no-store`.
  */
-import { Clock, Context, DateTime, Effect, type Layer } from "effect"
+import { Clock, Context, Data, DateTime, Effect, type Layer } from "effect"
 import { HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { decodeJwt } from "jose"
 import type { Forbidden, ServiceUnavailable, Unauthorized } from "@svc/domain/Errors"
@@ -23,7 +23,8 @@ import {
   withSetCookies,
   xsrfCookie
 } from "./BrowserPages.ts"
-import { resolveReturnUrl } from "../auth/ReturnUrls.ts"
+import { allowedOrigins, resolveReturnUrl } from "../auth/ReturnUrls.ts"
+import { connectUiPath } from "./ConnectUiRoutes.ts"
 import { errorResponse } from "./ErrorHandling.ts"
 import { requireBrowserSession, sessionActor } from "./PublicAuthentication.ts"
 
@@ -57,6 +58,51 @@ const jsonError = (error: Unauthorized | Forbidden | ServiceUnavailable) =>
 const queryOf = (url: string): URLSearchParams => {
   const at = url.indexOf("?")
   return new URLSearchParams(at === -1 ? "" : url.slice(at + 1))
+}
+
+/** A login whose `return_to` is the Connect UI, and the host origin its URL names (`host_origin`). */
+interface ConnectUiLogin {
+  readonly hostOrigin: string | undefined
+}
+
+/** The token of a login was refused with `code` (an Unauthorized code). */
+class LoginRefused extends Data.TaggedError("LoginRefused")<{
+  readonly code: string
+  readonly connectUi: ConnectUiLogin | undefined
+}> {}
+
+const originOf = (text: string | undefined): string | undefined => {
+  if (text === undefined || !URL.canParse(text)) return undefined
+  const origin = new URL(text).origin
+  return origin === "null" ? undefined : origin
+}
+
+/** The Connect UI login `returnTo` describes (an allowed URL below `/connect/` on the public origin), else undefined. */
+const connectUiLogin = (returnTo: string | undefined, publicOrigin: string): ConnectUiLogin | undefined => {
+  if (returnTo === undefined) return undefined
+  const url = new URL(returnTo)
+  if (url.origin !== publicOrigin || !url.pathname.startsWith(connectUiPath)) return undefined
+  return { hostOrigin: originOf(url.searchParams.get("host_origin") ?? undefined) }
+}
+
+/**
+ * The code the Connect UI's error page shows for a refused login (docs/ui.md): `unknown_actor`,
+ * `link_expired`, `origin_not_allowed`, or `link_invalid` for every other refusal (bad signature,
+ * replayed nonce, a token that is not a login token).
+ */
+export const connectErrorCode = (code: string): string =>
+  code === "unknown_actor" || code === "origin_not_allowed"
+    ? code
+    : code === "token_expired"
+      ? "link_expired"
+      : "link_invalid"
+
+/** `/connect/error?code=…[&host_origin=…]` on the public origin. */
+const connectErrorUrl = (publicOrigin: string, code: string, hostOrigin: string | undefined): string => {
+  const url = new URL(`${connectUiPath}error`, publicOrigin)
+  url.searchParams.set("code", connectErrorCode(code))
+  if (hostOrigin !== undefined) url.searchParams.set("host_origin", hostOrigin)
+  return url.href
 }
 
 /** Why a verified token is still not a login token, or undefined when it is one (also the admin UI login, AdminUiRoutes.ts). */
@@ -94,8 +140,19 @@ export const MarketplaceRoutes: Layer.Layer<
     const secure = isSecureBaseUrl(config.publicService.baseUrl)
     const maxAgeSeconds = Math.floor(config.publicService.sessionTtlMs / 1000)
 
-    const refuse = (code: string) =>
-      Effect.as(Effect.logInfo("marketplace login refused").pipe(Effect.annotateLogs({ code })), badLink())
+    const publicOrigin = new URL(config.publicService.baseUrl).origin
+    const origins = allowedOrigins(config)
+
+    /**
+     * Where a refusal goes: a login bound for the Connect UI lands on its in-frame error page
+     * (`/connect/error?code=…`, which tells the host with an `svc:connect:error` message); any
+     * other login gets the plain refusal page.
+     */
+    const refuse = (code: string, connectUi: ConnectUiLogin | undefined) =>
+      Effect.as(
+        Effect.logInfo("marketplace login refused").pipe(Effect.annotateLogs({ code })),
+        connectUi === undefined ? badLink() : redirectTo(connectErrorUrl(publicOrigin, code, connectUi.hostOrigin))
+      )
 
     const initiateSession = (returnTo: string | undefined) => {
       const initiate = config.hostApplication.initiate_session_url
@@ -122,9 +179,19 @@ export const MarketplaceRoutes: Layer.Layer<
       if (returnToText !== "" && returnTo === undefined) {
         return htmlPage(400, "Sign-in link not accepted", "The page to return to is not allowed.")
       }
-      const actor = yield* authenticator.authenticate(token, "public")
+      const connectUi = connectUiLogin(returnTo, publicOrigin)
+      // A Connect UI framed by (or opened for) an origin that is not allowed would be a blank
+      // frame: say so in the frame instead, before the token is used.
+      const framedBy = request.headers["sec-fetch-dest"] === "iframe" ? originOf(request.headers.referer) : undefined
+      const claimed = [connectUi?.hostOrigin, framedBy].filter((o): o is string => o !== undefined)
+      if (connectUi !== undefined && claimed.some((origin) => origin !== publicOrigin && !origins.has(origin))) {
+        return yield* refuse("origin_not_allowed", { hostOrigin: framedBy ?? connectUi.hostOrigin })
+      }
+      const actor = yield* authenticator
+        .authenticate(token, "public")
+        .pipe(Effect.catchTag("Unauthorized", (e) => Effect.fail(new LoginRefused({ code: e.code, connectUi }))))
       const problem = loginTokenProblem(token, Math.floor((yield* Clock.currentTimeMillis) / 1000))
-      if (problem !== undefined) return yield* refuse(problem)
+      if (problem !== undefined) return yield* refuse(problem, connectUi)
       const previous = request.cookies[sessionCookieName]
       if (previous !== undefined) yield* Effect.ignore(sessions.revoke(previous))
       const created = yield* sessions.create({
@@ -147,7 +214,7 @@ export const MarketplaceRoutes: Layer.Layer<
     yield* router.add("GET", marketplacePaths.login, (request) =>
       login(request).pipe(
         Effect.catchTags({
-          Unauthorized: (e) => refuse(e.code),
+          LoginRefused: (e) => refuse(e.code, e.connectUi),
           ServiceUnavailable: () =>
             Effect.succeed(
               htmlPage(503, "Service unavailable", "Signing in is not possible right now; try again later.")

@@ -65,7 +65,8 @@ export const loadBundle = (app: UiApp, distDir: string = uiDistDir): UiBundle =>
 
 /**
  * The Content-Security-Policy of a UI page: everything from the page's own origin, nothing
- * inline, no plugins, forms posting only to the origin, framing only by `frameAncestors`
+ * inline, no plugins, images also from https URLs (connector logos), forms posting only to the
+ * origin, framing only by `frameAncestors`
  * (`'none'` when empty).
  */
 export const uiContentSecurityPolicy = (frameAncestors: ReadonlyArray<string>): string =>
@@ -73,7 +74,7 @@ export const uiContentSecurityPolicy = (frameAncestors: ReadonlyArray<string>): 
     "default-src 'none'",
     "script-src 'self'",
     "style-src 'self'",
-    "img-src 'self' data:",
+    "img-src 'self' data: https:",
     "font-src 'self'",
     "connect-src 'self'",
     "base-uri 'none'",

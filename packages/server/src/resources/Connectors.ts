@@ -16,6 +16,7 @@ import { type ConnectorId, makeId } from "@svc/domain/Ids"
 import { ConnectorRepo } from "@svc/sql/ConnectorRepo"
 import { ResourceRepo } from "@svc/sql/ResourceRepo"
 import { Context, DateTime, Effect, Layer, Option } from "effect"
+import { ConnectorDefinitions } from "./ConnectorDefinitions.ts"
 import { DefinitionValidator } from "./DefinitionValidator.ts"
 import { type ListPage, type ListRequest, Listing } from "./Listing.ts"
 import * as Present from "./Presenters.ts"
@@ -65,7 +66,7 @@ export class Connectors extends Context.Service<
   static readonly layerNoDeps: Layer.Layer<
     Connectors,
     never,
-    ResourceOps | Listing | ConnectorRepo | ResourceRepo | DefinitionValidator
+    ResourceOps | Listing | ConnectorRepo | ResourceRepo | DefinitionValidator | ConnectorDefinitions
   > = Layer.effect(
     Connectors,
     Effect.gen(function* () {
@@ -74,6 +75,7 @@ export class Connectors extends Context.Service<
       const connectorRepo = yield* ConnectorRepo
       const repo = yield* ResourceRepo
       const validator = yield* DefinitionValidator
+      const definitions = yield* ConnectorDefinitions
       const now = Effect.map(DateTime.now, (n) => new Date(DateTime.toEpochMillis(n)))
 
       const create = Effect.fn("Connectors.create")(function* (actor: AuthenticatedActor, body: CreateConnector) {
@@ -157,11 +159,21 @@ export class Connectors extends Context.Service<
         return Present.connectorVersion(row)
       })
 
+      /** The connector with its current version's display name, description and logo (cached definitions). */
+      const displayed = (connector: Connector) =>
+        Effect.map(definitions.get(connector.id, connector.version), (definition) =>
+          Present.withDisplay(connector, definition)
+        )
+
       return Connectors.of({
         create,
         list: (actor, query) =>
-          listing.list(actor, Kinds.connectors, query, Present.connector, { state: "state", type: "type" }),
-        get: (actor, id) => Effect.map(ops.load(actor, Kinds.connectors, id, "get"), Present.connector),
+          listing.listWith(actor, Kinds.connectors, query, (row) => displayed(Present.connector(row)), {
+            state: "state",
+            type: "type"
+          }),
+        get: (actor, id) =>
+          Effect.flatMap(ops.load(actor, Kinds.connectors, id, "get"), (row) => displayed(Present.connector(row))),
         update: (actor, id, body) =>
           Effect.map(
             ops.update(actor, Kinds.connectors, id, {

@@ -44,6 +44,14 @@ export const connector = (row: ConnectorRow): Connector => ({
   type: row.type
 })
 
+/** `connector` with its current version's display fields (`display_name`, `description`, `logo_url`). */
+export const withDisplay = (connector: Connector, definition: ConnectorDefinition): Connector => ({
+  ...connector,
+  ...(definition.display_name === undefined ? {} : { displayName: definition.display_name }),
+  ...(definition.description === undefined ? {} : { description: definition.description }),
+  ...(definition.logo_url === undefined ? {} : { logoUrl: definition.logo_url })
+})
+
 const decodeDefinition = Schema.decodeUnknownSync(ConnectorDefinition)
 
 export const connectorVersion = (row: ConnectorVersionRow): ConnectorVersion => ({

@@ -23,6 +23,7 @@ import * as ReencryptionLive from "./ReencryptionLive.ts"
 import * as ResourceSnapshotsLive from "./ResourceSnapshotsLive.ts"
 import * as RetentionLive from "./RetentionLive.ts"
 import * as TaskTelemetry from "./TaskTelemetry.ts"
+import * as SetupCleanupLive from "./SetupCleanupLive.ts"
 import * as TokenRefreshSweepLive from "./TokenRefreshSweepLive.ts"
 
 /** Every entity, singleton and workflow a worker runs; needs its runner (`Membership`), the stores and the services. */
@@ -40,6 +41,7 @@ export const layerNoDeps = (config: ResolvedConfig) =>
       Layer.provide(ProbeScheduler.layerNoDeps)
     ),
     TokenRefreshSweepLive.layerNoDeps({ pollInterval: Duration.millis(config.oauth2.refreshSweepIntervalMs) }),
+    SetupCleanupLive.layerNoDeps({ setupTtlMs: config.connections.setupTtlMs }),
     ConnectionEntityLive.layerNoDeps(),
     LifecycleLive.layerNoDeps,
     // svc.queue.queue.size (spec 8.3): every 15 s, or the metric export interval when shorter; telemetry off: nothing.

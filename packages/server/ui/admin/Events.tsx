@@ -3,8 +3,9 @@
  * one event in full with its recording (`…/{id}/recording`) when it has one.
  */
 import { useState } from "preact/hooks"
-import { ApiError, describeError, type Page } from "../shared/api.ts"
-import { api, ErrorBox, Field, KeyValues, TableHead, useLoad } from "./common.tsx"
+import { ApiError, describeError } from "../shared/api.ts"
+import { ErrorBox, Field, KeyValues, TableHead, useLoad } from "./common.tsx"
+import { adminApi } from "./adminApi.ts"
 
 interface RequestEvent {
   readonly id: string
@@ -31,21 +32,6 @@ interface RecordedBody {
   readonly skipped?: string
 }
 
-interface Recording {
-  readonly request: {
-    readonly method: string
-    readonly url: string
-    readonly headers: Readonly<Record<string, string>>
-    readonly body?: RecordedBody
-  }
-  readonly response?: {
-    readonly status: number
-    readonly headers: Readonly<Record<string, string>>
-    readonly body?: RecordedBody
-  }
-  readonly error?: unknown
-}
-
 const filterNames = [
   ["connectorId", "Connector id"],
   ["connectionId", "Connection id"],
@@ -68,12 +54,12 @@ const bodyText = (body: RecordedBody | undefined): string => {
   return `${text}${body.truncated ? `\n… (${body.totalBytes} bytes in total)` : ""}`
 }
 
-const Headers = (props: { readonly headers: Readonly<Record<string, string>> }) => (
+const Headers = (props: { readonly headers: Readonly<Record<string, string | ReadonlyArray<string>>> }) => (
   <pre>
     {Object.keys(props.headers).length === 0
       ? "(no headers)"
       : Object.entries(props.headers)
-          .map(([k, v]) => `${k}: ${v}`)
+          .map(([k, v]) => `${k}: ${typeof v === "string" ? v : v.join(", ")}`)
           .join("\n")}
   </pre>
 )
@@ -82,7 +68,7 @@ const EventDetail = (props: { readonly event: RequestEvent; readonly onClose: ()
   const recording = useLoad(async () => {
     if (!props.event.full_request_recorded) return undefined
     try {
-      return await api.get<Recording>(`/api/v1/metrics/request-events/${props.event.id}/recording`)
+      return await adminApi.getRecording(props.event.id)
     } catch (e) {
       if (e instanceof ApiError && e.code === "recording_not_found") return undefined
       throw e
@@ -140,7 +126,7 @@ export const EventsView = () => {
   const [error, setError] = useState<string | undefined>()
   const events = useLoad(
     () =>
-      api.get<Page<RequestEvent>>("/api/v1/metrics/request-events", { ...filters, limit: "50" }).catch((e: unknown) => {
+      adminApi.listRequestEvents({ ...filters, limit: "50" }).catch((e: unknown) => {
         setError(describeError(e))
         return { items: [] }
       }),
@@ -174,7 +160,7 @@ export const EventsView = () => {
       </form>
       <ErrorBox error={error ?? events.error} />
       {selected !== undefined && <EventDetail event={selected} onClose={() => setSelected(undefined)} />}
-      <div class="svc-card">
+      <div class="svc-card svc-table-scroll">
         <table data-testid="request-events">
           <TableHead columns={["Time", "Request", "Status", "Source", "Duration", "Connection"]} />
           <tbody>

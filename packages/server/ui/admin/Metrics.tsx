@@ -4,8 +4,8 @@
  * for screen readers and copying.
  */
 import { useState } from "preact/hooks"
-import type { Page } from "../shared/api.ts"
-import { api, ErrorBox, useLoad } from "./common.tsx"
+import { ErrorBox, useLoad } from "./common.tsx"
+import { adminApi } from "./adminApi.ts"
 
 interface Point {
   readonly timestamp: string
@@ -136,7 +136,7 @@ export const MetricsView = () => {
   const start = end - ranges[applied.range].ms
   const result = useLoad(
     () =>
-      api.send<{ series: ReadonlyArray<Series> }>("POST", "/api/v1/metrics/query", {
+      adminApi.queryMetrics({
         range: {
           start: new Date(start).toISOString(),
           end: new Date(end).toISOString(),
@@ -151,10 +151,7 @@ export const MetricsView = () => {
       }),
     [applied, end]
   )
-  const connectors = useLoad(
-    () => api.get<Page<{ readonly id: string; readonly name: string }>>("/api/v1/connectors", { limit: "100" }),
-    []
-  )
+  const connectors = useLoad(() => adminApi.listConnectors({ limit: "100" }), [])
   const series = result.data?.series ?? []
   const nameOf = (s: Series) => {
     const id = s.labels.connector_id ?? ""

@@ -1,11 +1,13 @@
 /**
  * Shared pieces of the admin UI: the API bound to the admin session's XSRF cookie, a loader hook,
- * task polling with progress, and small presentational helpers.
+ * the task-polling hook with its progress view, and small presentational helpers.
  */
 import type { Task } from "@svc/domain/Task"
 import type { ComponentChildren } from "preact"
 import { useEffect, useState } from "preact/hooks"
 import { ApiError, describeError, makeApi } from "../shared/api.ts"
+import { Alert } from "../shared/components.tsx"
+import { adminApi } from "./adminApi.ts"
 
 export const api = makeApi("svc_admin_xsrf")
 
@@ -41,15 +43,39 @@ export const useLoad = <T,>(load: () => Promise<T>, deps: ReadonlyArray<unknown>
   return { data, error, loading, reload: () => setTick((t) => t + 1) }
 }
 
-/** Polls `/api/v1/tasks/{id}` every 500 ms until it is completed or failed; calls `onUpdate` each time. */
-export const pollTask = async (taskId: string, onUpdate: (task: Task) => void): Promise<Task> => {
+const pollTask = async (taskId: string, onUpdate: (task: Task) => void): Promise<Task> => {
   const deadline = Date.now() + 15 * 60_000
   for (;;) {
-    const task = await api.get<Task>(`/api/v1/tasks/${encodeURIComponent(taskId)}`)
+    const task = await adminApi.getTask(taskId)
     onUpdate(task)
     if (task.state === "completed" || task.state === "failed" || Date.now() > deadline) return task
     await new Promise((resolve) => setTimeout(resolve, 500))
   }
+}
+
+/** What {@link useTask} answers. */
+export interface TaskRun {
+  /** The task as last read, with the label it was started under. */
+  readonly current: { readonly label: string; readonly task: Task } | undefined
+  readonly running: boolean
+  /** Starts a task with `start`, then polls `/api/v1/tasks/{id}` every 500 ms until it is completed or failed. */
+  readonly run: (label: string, start: () => Promise<{ readonly taskId: string }>) => Promise<Task>
+}
+
+/** The one task-polling hook of the admin UI: every screen that starts a task shows its progress through it. */
+export const useTask = (): TaskRun => {
+  const [current, setCurrent] = useState<{ label: string; task: Task } | undefined>()
+  const [running, setRunning] = useState(false)
+  const run = async (label: string, start: () => Promise<{ readonly taskId: string }>) => {
+    setRunning(true)
+    try {
+      const started = await start()
+      return await pollTask(started.taskId, (task) => setCurrent({ label, task }))
+    } finally {
+      setRunning(false)
+    }
+  }
+  return { current, running, run }
 }
 
 /** A task's state and progress bar. */
@@ -79,12 +105,7 @@ export const TaskProgress = (props: { readonly label: string; readonly task: Tas
 }
 
 /** An error box, or nothing. */
-export const ErrorBox = (props: { readonly error: string | undefined }) =>
-  props.error === undefined ? null : (
-    <p class="svc-error" role="alert">
-      {props.error}
-    </p>
-  )
+export const ErrorBox = (props: { readonly error: string | undefined }) => <Alert kind="error" text={props.error} />
 
 /** `key=value` badges of a label or annotation map's user entries, and how many `svc/` labels there are. */
 export const KeyValues = (props: { readonly values: Readonly<Record<string, string>> }) => {

@@ -1,18 +1,15 @@
 /**
  * The admin UI (docs/ui.md) on the admin-api: sign-in (a signed login URL, the host's
- * `admin_api.ui.initiate_session_url`, or a pasted admin token), then search, namespaces,
- * connectors, connections, rate limits, request events and metrics, one screen per `#/…` route.
+ * `admin_api.ui.initiate_session_url`, or a pasted admin token), then one screen per `#/…` route
+ * (screens.ts).
  */
-import type { SearchHit } from "@svc/domain/http/SearchApi"
 import { render } from "preact"
 import { useEffect, useState } from "preact/hooks"
 import { ApiError, describeError } from "../shared/api.ts"
 import "../shared/theme.css"
-import { api, ErrorBox, Field, useLoad } from "./common.tsx"
-import { EventsView } from "./Events.tsx"
-import { MetricsView } from "./Metrics.tsx"
-import { RateLimitsView } from "./RateLimits.tsx"
-import { ConnectionsView, ConnectorsView, NamespacesView } from "./Resources.tsx"
+import { applyTheme } from "../shared/theme.ts"
+import { api, ErrorBox } from "./common.tsx"
+import { type Screen, screenOf, screens } from "./screens.ts"
 
 interface AdminSession {
   readonly actorId: string
@@ -81,96 +78,6 @@ const SignIn = (props: { readonly onSignedIn: () => void }) => {
       </form>
     </main>
   )
-}
-
-const SearchView = () => {
-  const [q, setQ] = useState("")
-  const [type, setType] = useState("")
-  const [query, setQuery] = useState<{ q: string; type: string } | undefined>()
-  const results = useLoad(
-    async () =>
-      query === undefined
-        ? undefined
-        : api.get<{ items: ReadonlyArray<SearchHit> }>("/api/v1/search/resources", {
-            q: query.q,
-            resourceType: query.type
-          }),
-    [query]
-  )
-  return (
-    <section aria-label="Search">
-      <h1>Search</h1>
-      <form
-        class="svc-card svc-row"
-        aria-label="Search resources"
-        onSubmit={(e) => {
-          e.preventDefault()
-          setQuery({ q, type })
-        }}
-      >
-        <Field id="search-q" label="Name or label value" value={q} onInput={setQ} />
-        <div class="svc-field">
-          <label for="search-type">Resource type</label>
-          <select id="search-type" value={type} onChange={(e) => setType(e.currentTarget.value)}>
-            <option value="">any</option>
-            {["namespaces", "actors", "connectors", "connections", "keys", "rate-limits"].map((t) => (
-              <option key={t} value={t}>
-                {t}
-              </option>
-            ))}
-          </select>
-        </div>
-        <button type="submit" class="svc-button svc-primary">
-          Search
-        </button>
-      </form>
-      <ErrorBox error={results.error} />
-      {results.data !== undefined && (
-        <div class="svc-card">
-          {results.data.items.length === 0 ? (
-            <p class="svc-muted">Nothing found.</p>
-          ) : (
-            <table data-testid="search-results">
-              <thead>
-                <tr>
-                  <th scope="col">Type</th>
-                  <th scope="col">Name</th>
-                  <th scope="col">Namespace</th>
-                  <th scope="col">Id</th>
-                </tr>
-              </thead>
-              <tbody>
-                {results.data.items.map((hit) => (
-                  <tr key={hit.id}>
-                    <td>{hit.resourceType}</td>
-                    <td>{hit.name}</td>
-                    <td class="svc-mono">{hit.namespace}</td>
-                    <td class="svc-mono">{hit.id}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          )}
-        </div>
-      )}
-    </section>
-  )
-}
-
-const screens = {
-  search: { title: "Search", view: SearchView },
-  namespaces: { title: "Namespaces", view: NamespacesView },
-  connectors: { title: "Connectors", view: ConnectorsView },
-  connections: { title: "Connections", view: ConnectionsView },
-  "rate-limits": { title: "Rate limits", view: RateLimitsView },
-  events: { title: "Request events", view: EventsView },
-  metrics: { title: "Metrics", view: MetricsView }
-} as const
-type Screen = keyof typeof screens
-
-const screenOf = (hash: string): Screen => {
-  const name = hash.replace(/^#\/?/, "")
-  return name in screens ? (name as Screen) : "search"
 }
 
 const Shell = (props: { readonly session: AdminSession; readonly onSignedOut: () => void }) => {
@@ -246,5 +153,6 @@ const App = () => {
   return <Shell session={session} onSignedOut={() => setSession(null)} />
 }
 
+applyTheme(location.search)
 const root = document.getElementById("app")
 if (root !== null) render(<App />, root)

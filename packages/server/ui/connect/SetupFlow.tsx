@@ -1,14 +1,28 @@
 /**
  * A connection's setup in the Connect UI, step by step (forms from each step's JSON Schema, the
- * OAuth2 sign-in in a popup, the verify step), and the page the OAuth2 popup lands on.
+ * OAuth2 sign-in in a popup, the verify step), and the page the OAuth2 popup lands on. A failed
+ * verification offers to edit the steps answered in this browser (credentials first): the form
+ * comes back with its values kept and its secret fields empty, and the check runs again.
  */
 import type { Connection } from "@svc/domain/Connection"
 import type { SetupProgress } from "@svc/domain/ConnectionSetup"
 import type { JSX } from "preact"
 import { useEffect, useRef, useState } from "preact/hooks"
 import { ApiError, type ErrorDetail } from "../shared/api.ts"
-import { type ObjectSchema, SchemaForm } from "../shared/SchemaForm.tsx"
-import { api, friendlyErrors, isOAuthReturn, messageOf, type OAuthReturnMessage, verifyStepId } from "./common.ts"
+import { Alert } from "../shared/components.tsx"
+import { isSecret, type ObjectSchema, SchemaForm } from "../shared/SchemaForm.tsx"
+import {
+  api,
+  friendlyErrors,
+  isOAuthReturn,
+  messageOf,
+  type OAuthReturnMessage,
+  probeProblem,
+  verifyStepId
+} from "./common.ts"
+
+const providerError = (code: string): string =>
+  friendlyErrors[code] ?? `Signing in at the provider did not complete. (${code})`
 
 /** Where the OAuth2 popup lands: hands the outcome to the opener and closes, or links back. */
 export const OAuthReturn = () => {
@@ -30,16 +44,30 @@ export const OAuthReturn = () => {
     <main>
       <div class="svc-card">
         <h1>{message.error === null ? "Signed in" : "Sign-in did not complete"}</h1>
-        <p>
-          {message.error === null
-            ? "You can close this window."
-            : (friendlyErrors[message.error] ?? `The provider answered: ${message.error}.`)}
-        </p>
+        <p>{message.error === null ? "You can close this window." : providerError(message.error)}</p>
         <a href="/connect/">Back to your connections</a>
       </div>
     </main>
   )
 }
+
+type FormStep = Extract<SetupProgress["next"], { readonly type: "form" }>
+
+/** A form step answered in this browser: its form and the values sent, secrets left out. */
+interface Answered {
+  readonly form: FormStep
+  readonly values: Readonly<Record<string, unknown>>
+}
+
+const withoutSecrets = (form: FormStep, values: Record<string, unknown>): Record<string, unknown> => {
+  const properties = (form.json_schema as ObjectSchema).properties ?? {}
+  return Object.fromEntries(Object.entries(values).filter(([name]) => !isSecret(properties[name] ?? {})))
+}
+
+const editLabel = (form: FormStep): string =>
+  form.phase === "credentials"
+    ? "Edit credentials"
+    : `Edit ${(form.title ?? (form.json_schema as ObjectSchema).title ?? "settings").toLowerCase()}`
 
 export interface SetupFlowProps {
   readonly title: string
@@ -55,6 +83,8 @@ export const SetupFlow = (props: SetupFlowProps) => {
   const [error, setError] = useState<string | undefined>()
   const [details, setDetails] = useState<ReadonlyArray<ErrorDetail>>([])
   const [waitingForPopup, setWaitingForPopup] = useState(false)
+  const [answered, setAnswered] = useState<ReadonlyArray<Answered>>([])
+  const [editing, setEditing] = useState<Answered | undefined>()
   const heading = useRef<HTMLHeadingElement>(null)
   const connectionId = progress.connection.id
 
@@ -72,30 +102,32 @@ export const SetupFlow = (props: SetupFlowProps) => {
       if (event.origin !== location.origin || !isOAuthReturn(event.data)) return
       if (event.data.connectionId !== connectionId) return
       setWaitingForPopup(false)
-      if (event.data.error !== null) {
-        setError(friendlyErrors[event.data.error] ?? `The provider answered: ${event.data.error}.`)
-      } else {
-        setError(undefined)
-      }
+      setError(event.data.error === null ? undefined : providerError(event.data.error))
       reload().catch((e: unknown) => setError(messageOf(e)))
     }
     window.addEventListener("message", onMessage)
     return () => window.removeEventListener("message", onMessage)
   }, [connectionId])
 
-  const submit = async (stepId: string, values: Record<string, unknown>) => {
+  const submit = async (form: FormStep | undefined, stepId: string, values: Record<string, unknown>) => {
     setBusy(true)
     setError(undefined)
     setDetails([])
+    if (form !== undefined) {
+      const kept = { form, values: withoutSecrets(form, values) }
+      setAnswered((before) => [...before.filter((a) => a.form.stepId !== stepId), kept])
+    }
     try {
       setProgress(
         await api.send<SetupProgress>("POST", `/api/v1/connections/${connectionId}/_setup`, { stepId, values })
       )
+      setEditing(undefined)
     } catch (e) {
       setError(messageOf(e))
       if (e instanceof ApiError) setDetails(e.details)
       // The step moved on server-side (a failed verify stays at svc:verify): show where it stands.
       if (e instanceof ApiError && (e.code === "verification_failed" || e.code === "setup_step_mismatch")) {
+        setEditing(undefined)
         await reload().catch(() => undefined)
       }
     } finally {
@@ -113,9 +145,37 @@ export const SetupFlow = (props: SetupFlowProps) => {
     setWaitingForPopup(true)
   }
 
+  const formOf = (form: FormStep, initialValues: Readonly<Record<string, unknown>> | undefined, label: string) => (
+    <div>
+      {form.title !== undefined && <h3>{form.title}</h3>}
+      {form.description !== undefined && <p class="svc-muted">{form.description}</p>}
+      <SchemaForm
+        key={`${form.stepId}-${initialValues === undefined ? "new" : "edit"}`}
+        idPrefix={`step-${form.stepId.replace(/[^A-Za-z0-9_-]/g, "-")}`}
+        schema={form.json_schema as ObjectSchema}
+        submitLabel={label}
+        busy={busy}
+        serverDetails={details}
+        {...(initialValues === undefined ? {} : { initialValues })}
+        onSubmit={(values) => submit(form, form.stepId, values)}
+      />
+    </div>
+  )
+
   const next = progress.next
+  const atVerify = next.type === "form" && next.stepId === verifyStepId
   let body: JSX.Element
-  if (next.type === "redirect") {
+  if (editing !== undefined) {
+    body = (
+      <div>
+        <p>Correct what you entered; secret values must be entered again. The connection is checked again.</p>
+        {formOf(editing.form, editing.values, "Save and check again")}
+        <button type="button" class="svc-link-button" onClick={() => setEditing(undefined)}>
+          Back
+        </button>
+      </div>
+    )
+  } else if (next.type === "redirect") {
     body = (
       <div>
         <p>Sign in with the provider in a new window to grant access.</p>
@@ -134,35 +194,44 @@ export const SetupFlow = (props: SetupFlowProps) => {
         )}
       </div>
     )
-  } else if (next.type === "form" && next.stepId === verifyStepId) {
+  } else if (atVerify) {
+    // Credentials first: they are what a failed check most often means.
+    const editable = [...answered].sort(
+      (a, b) => Number(b.form.phase === "credentials") - Number(a.form.phase === "credentials")
+    )
     body = (
       <div>
         <p>Check that the connection works.</p>
-        <button type="button" class="svc-button svc-primary" disabled={busy} onClick={() => submit(verifyStepId, {})}>
-          {busy ? "Checking…" : "Check connection"}
-        </button>
+        <div class="svc-row">
+          {editable.map((a) => (
+            <button
+              key={a.form.stepId}
+              type="button"
+              class={`svc-button ${a.form.phase === "credentials" ? "svc-primary" : ""}`}
+              disabled={busy}
+              onClick={() => {
+                setError(undefined)
+                setDetails([])
+                setEditing(a)
+              }}
+            >
+              {editLabel(a.form)}
+            </button>
+          ))}
+          <button type="button" class="svc-button" disabled={busy} onClick={() => submit(undefined, verifyStepId, {})}>
+            {busy ? "Checking…" : "Check again"}
+          </button>
+        </div>
       </div>
     )
   } else if (next.type === "form") {
-    body = (
-      <div>
-        {next.title !== undefined && <h3>{next.title}</h3>}
-        {next.description !== undefined && <p class="svc-muted">{next.description}</p>}
-        <SchemaForm
-          key={next.stepId}
-          idPrefix={`step-${next.stepId.replace(/[^A-Za-z0-9_-]/g, "-")}`}
-          schema={next.json_schema as ObjectSchema}
-          submitLabel={next.phase === "credentials" ? "Connect" : "Continue"}
-          busy={busy}
-          serverDetails={details}
-          onSubmit={(values) => submit(next.stepId, values)}
-        />
-      </div>
-    )
+    body = formOf(next, undefined, next.phase === "credentials" ? "Connect" : "Continue")
   } else {
     body = <p role="status">Connected.</p>
   }
 
+  // A form shows its field problems beside the fields; the verify step lists the failed checks in words.
+  const listed = editing === undefined && (next.type !== "form" || atVerify)
   return (
     <section class="svc-card" aria-labelledby="setup-heading">
       <div class="svc-row">
@@ -174,21 +243,15 @@ export const SetupFlow = (props: SetupFlowProps) => {
           Cancel
         </button>
       </div>
-      {error !== undefined && (
-        <div class="svc-error" role="alert" data-testid="setup-error">
-          {error}
-          {/* A form shows its field problems beside the fields; other steps list them here (the failed probes). */}
-          {next.type !== "form" || next.stepId === verifyStepId ? (
-            <ul>
-              {details.map((d) => (
-                <li key={d.field}>
-                  {d.field}: {d.message}
-                </li>
-              ))}
-            </ul>
-          ) : null}
-        </div>
-      )}
+      <Alert kind="error" text={error} testId="setup-error">
+        {listed && details.length > 0 && (
+          <ul>
+            {[...new Set(details.map((d) => probeProblem(d.message)))].map((text) => (
+              <li key={text}>{text}</li>
+            ))}
+          </ul>
+        )}
+      </Alert>
       {body}
     </section>
   )

@@ -1,5 +1,5 @@
 /** What the Connect UI's screens share: the API on the browser session, step ids, error wording. */
-import { ApiError, describeError, makeApi } from "../shared/api.ts"
+import { ApiError, makeApi } from "../shared/api.ts"
 
 export const api = makeApi("XSRF-TOKEN")
 export const verifyStepId = "svc:verify"
@@ -34,7 +34,28 @@ export const friendlyErrors: Readonly<Record<string, string>> = {
   session_required: "Your session has ended. Open this page again from the application."
 }
 
-export const messageOf = (error: unknown): string =>
-  error instanceof ApiError && friendlyErrors[error.code] !== undefined
-    ? `${friendlyErrors[error.code]} (${error.code})`
-    : describeError(error)
+/**
+ * What an end user reads for a failed call: the wording of a known code, else a generic sentence
+ * with the code. The server's own message can name provider internals (host names, socket
+ * errors); those stay in the admin UI's views.
+ */
+export const messageOf = (error: unknown): string => {
+  if (error instanceof ApiError) {
+    const known = friendlyErrors[error.code]
+    return known !== undefined
+      ? `${known} (${error.code})`
+      : `Something went wrong. Try again, or contact the application's support. (${error.code})`
+  }
+  return "The service could not be reached. Check your connection and try again."
+}
+
+/**
+ * A failed verify probe (`details` of `409 verification_failed`) in end-user words: whether the
+ * provider refused the credentials or could not be reached, never its address or socket error.
+ */
+export const probeProblem = (message: string): string => {
+  if (/\b(401|403)\b/.test(message)) return "The provider did not accept these credentials."
+  if (/\b(429|5\d\d)\b/.test(message)) return "The provider is not answering normally right now. Try again in a moment."
+  if (/\b4\d\d\b/.test(message)) return "The provider refused the check. Your settings may be wrong."
+  return "The provider could not be reached right now. Try again in a moment."
+}

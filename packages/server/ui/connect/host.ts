@@ -1,8 +1,8 @@
 /**
  * The Connect UI's side of the embedding contract (docs/ui.md): which window hosts it (the parent
  * of an iframe or the opener of a popup), the host's origin (only one of
- * `host_application.allowed_origins`, never `*`), the completion messages posted to it, and the
- * theme the host asked for in the URL.
+ * `host_application.allowed_origins`, never `*`) and the messages posted to it. The theme the host
+ * asks for in the URL is applied by shared/theme.ts.
  */
 
 /** What `GET /connect/config.json` answers. */
@@ -70,32 +70,4 @@ export const notifyHost = (config: ConnectConfig, message: HostMessage): boolean
   if (target === undefined || origin === undefined) return false
   target.postMessage(message, origin)
   return true
-}
-
-const colorVariables: Readonly<Record<string, string>> = {
-  accent: "--svc-accent",
-  "accent-text": "--svc-accent-text",
-  bg: "--svc-bg",
-  surface: "--svc-surface",
-  text: "--svc-text",
-  muted: "--svc-muted",
-  border: "--svc-border"
-}
-
-/**
- * Applies the theme in the URL: `theme=dark|light`, colour overrides (`accent`, `accent-text`, `bg`,
- * `surface`, `text`, `muted`, `border`; any CSS colour the browser accepts) and `radius` (0–24 px).
- * Anything else is ignored. Set through the CSSOM, which the Content-Security-Policy allows.
- */
-export const applyTheme = (search: string): void => {
-  const params = new URLSearchParams(search)
-  const root = document.documentElement
-  const theme = params.get("theme")
-  if (theme === "dark" || theme === "light") root.dataset.theme = theme
-  for (const [name, variable] of Object.entries(colorVariables)) {
-    const value = params.get(name)
-    if (value !== null && value.length <= 64 && CSS.supports("color", value)) root.style.setProperty(variable, value)
-  }
-  const radius = params.get("radius")
-  if (radius !== null && /^(?:[0-9]|1[0-9]|2[0-4])$/.test(radius)) root.style.setProperty("--svc-radius", `${radius}px`)
 }

@@ -95,6 +95,8 @@ export interface SchemaFormProps {
   readonly busy: boolean
   /** Field problems from the server's error body. */
   readonly serverDetails?: ReadonlyArray<ErrorDetail>
+  /** Values to start from instead of the defaults (an edit); secret fields always start empty. */
+  readonly initialValues?: Readonly<Record<string, unknown>>
   readonly onSubmit: (values: Record<string, unknown>) => void
 }
 
@@ -103,7 +105,13 @@ export const SchemaForm = (props: SchemaFormProps) => {
   const properties = Object.entries(props.schema.properties ?? {})
   const required = new Set(props.schema.required ?? [])
   const [values, setValues] = useState<Record<string, string | boolean>>(() =>
-    Object.fromEntries(properties.map(([name, schema]) => [name, initialValue(schema)]))
+    Object.fromEntries(
+      properties.map(([name, schema]) => {
+        const kept = props.initialValues?.[name]
+        if (kept === undefined || kept === null || isSecret(schema)) return [name, initialValue(schema)]
+        return [name, typeof kept === "boolean" ? kept : String(kept)]
+      })
+    )
   )
   const [problems, setProblems] = useState<Record<string, string>>({})
   const serverProblems: Record<string, string> = {}

@@ -1,0 +1,223 @@
+/**
+ * The Connect UI's signed-in screen: the user's notices, connections and connectors (Lists.tsx),
+ * the setup in progress (SetupFlow.tsx), disconnecting after a confirmation, and the messages to
+ * the host (host.ts).
+ */
+import type { Connection } from "@svc/domain/Connection"
+import type { SetupProgress } from "@svc/domain/ConnectionSetup"
+import type { Connector } from "@svc/domain/Connector"
+import type { Notification } from "@svc/domain/Notification"
+import type { Task } from "@svc/domain/Task"
+import { useEffect, useState } from "preact/hooks"
+import { ApiError, type Page } from "../shared/api.ts"
+import { Alert, ConfirmDialog, displayNameOf } from "../shared/components.tsx"
+import { api, messageOf, returnPath, type Session } from "./common.ts"
+import { type ConnectConfig, hostWindow, notifyHost } from "./host.ts"
+import { ConnectionList, ConnectorList, faceOf, NoticeList, parseAction } from "./Lists.tsx"
+import { SetupFlow } from "./SetupFlow.tsx"
+
+type Flow = { readonly title: string; readonly progress: SetupProgress; readonly noticeId?: string }
+
+/** The signed-in screen: notices, connections, connectors, and the setup flow in progress. */
+export const Home = (props: {
+  readonly config: ConnectConfig
+  readonly session: Session
+  readonly onSignedOut: () => void
+}) => {
+  const [connectors, setConnectors] = useState<ReadonlyArray<Connector>>([])
+  const [connections, setConnections] = useState<ReadonlyArray<Connection>>([])
+  const [notices, setNotices] = useState<ReadonlyArray<Notification>>([])
+  const [loaded, setLoaded] = useState(false)
+  const [error, setError] = useState<string | undefined>()
+  const [flash, setFlash] = useState<string | undefined>()
+  const [flow, setFlow] = useState<Flow | undefined>()
+  const [busy, setBusy] = useState<string | undefined>()
+  const [confirm, setConfirm] = useState<Connection | undefined>()
+
+  const fail = (e: unknown) => {
+    if (e instanceof ApiError && e.status === 401) props.onSignedOut()
+    else setError(messageOf(e))
+  }
+
+  /** Reloads the three lists; answers the notices read (empty when the reload failed). */
+  const refresh = async (): Promise<ReadonlyArray<Notification>> => {
+    try {
+      const [cxrs, cxns, ntfs] = await Promise.all([
+        api.get<Page<Connector>>("/api/v1/connectors", { limit: "100" }),
+        api.get<Page<Connection>>("/api/v1/connections", { limit: "100" }),
+        api.get<{ items: ReadonlyArray<Notification> }>("/api/v1/notifications")
+      ])
+      setConnectors(cxrs.items)
+      setConnections(cxns.items)
+      setNotices(ntfs.items)
+      setLoaded(true)
+      return ntfs.items
+    } catch (e) {
+      fail(e)
+      return []
+    }
+  }
+
+  useEffect(() => {
+    refresh()
+  }, [])
+
+  const nameOf = (connection: Connection) => displayNameOf(faceOf(connectors, connection))
+  const returnToUrl = `${location.origin}${returnPath}`
+
+  const start = async (key: string, title: string, load: () => Promise<SetupProgress>, noticeId?: string) => {
+    setBusy(key)
+    setError(undefined)
+    setFlash(undefined)
+    try {
+      const progress = await load()
+      setFlow({ title, progress, ...(noticeId === undefined ? {} : { noticeId }) })
+    } catch (e) {
+      fail(e)
+    } finally {
+      setBusy(undefined)
+    }
+  }
+
+  const connect = (connector: Connector) =>
+    start(connector.id, `Connect ${displayNameOf(connector)}`, () =>
+      api.send<SetupProgress>("POST", "/api/v1/connections/_initiate", { connectorId: connector.id, returnToUrl })
+    )
+
+  const act = (notice: Notification) => {
+    const action = parseAction(notice.action_url)
+    if (action === undefined) return
+    return start(
+      notice.id,
+      notice.title,
+      () =>
+        action.action === "reauth"
+          ? api.send<SetupProgress>("POST", `/api/v1/connections/${action.connectionId}/_reauthorize`, { returnToUrl })
+          : api.get<SetupProgress>(`/api/v1/connections/${action.connectionId}/_setup`),
+      notice.id
+    )
+  }
+
+  const resume = (connection: Connection) =>
+    start(connection.id, `Finish connecting ${nameOf(connection)}`, () =>
+      api.get<SetupProgress>(`/api/v1/connections/${connection.id}/_setup`)
+    )
+
+  const done = async (connection: Connection) => {
+    const current = flow
+    setFlow(undefined)
+    setFlash(`${nameOf(connection)} is connected.`)
+    notifyHost(props.config, {
+      type: "svc:connect:completed",
+      connectionId: connection.id,
+      connectorId: connection.connectorId,
+      state: connection.state
+    })
+    const after = await refresh()
+    // A completed action usually resolves its notice; one still listed is marked viewed.
+    if (current?.noticeId !== undefined && after.some((n) => n.id === current.noticeId)) {
+      await api.send("POST", `/api/v1/notifications/${current.noticeId}/_viewed`).catch(() => undefined)
+      await refresh()
+    }
+  }
+
+  const disconnect = async (connection: Connection) => {
+    setConfirm(undefined)
+    setBusy(connection.id)
+    setError(undefined)
+    try {
+      const started = await api.send<{ taskId: string }>("POST", `/api/v1/connections/${connection.id}/_disconnect`, {})
+      const deadline = Date.now() + 120_000
+      let task = await api.get<Task>(`/api/v1/tasks/${encodeURIComponent(started.taskId)}`)
+      while (task.state !== "completed" && task.state !== "failed" && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 500))
+        task = await api.get<Task>(`/api/v1/tasks/${encodeURIComponent(started.taskId)}`)
+      }
+      if (task.state === "failed") setError(`Disconnecting ${nameOf(connection)} failed.`)
+      else {
+        setFlash(`${nameOf(connection)} is disconnected.`)
+        notifyHost(props.config, { type: "svc:connect:disconnected", connectionId: connection.id })
+      }
+      await refresh()
+    } catch (e) {
+      fail(e)
+    } finally {
+      setBusy(undefined)
+    }
+  }
+
+  const usable = connectors.filter((c) => c.state === "primary")
+  const activeNotices = notices.filter((n) => !n.viewed || parseAction(n.action_url) !== undefined)
+  const confirmName = confirm === undefined ? "" : nameOf(confirm)
+
+  return (
+    <main>
+      <div class="svc-row">
+        <h1>Connected accounts</h1>
+        <span class="svc-spacer" />
+        {hostWindow() !== undefined && (
+          <button
+            type="button"
+            class="svc-button"
+            onClick={() => {
+              notifyHost(props.config, { type: "svc:connect:close" })
+              // A popup the host opened closes itself; an iframe is the host's to remove.
+              if (window.parent === window && window.opener !== null) window.close()
+            }}
+          >
+            Close
+          </button>
+        )}
+      </div>
+      <Alert kind="error" text={error} testId="error" />
+      <Alert kind="success" text={flash} testId="flash" />
+      {flow !== undefined && (
+        <SetupFlow
+          key={flow.progress.connection.id}
+          title={flow.title}
+          initial={flow.progress}
+          onDone={done}
+          onCancel={() => {
+            setFlow(undefined)
+            refresh()
+          }}
+        />
+      )}
+      {!loaded && error === undefined && <p role="status">Loading…</p>}
+      {loaded && activeNotices.length > 0 && <NoticeList notices={activeNotices} busy={busy} onAct={act} />}
+      {loaded && (
+        <ConnectionList
+          connections={connections}
+          connectors={connectors}
+          busy={busy}
+          onResume={resume}
+          onDisconnect={setConfirm}
+        />
+      )}
+      {loaded && (
+        <ConnectorList
+          connectors={usable}
+          disabled={(connector) => busy === connector.id || flow !== undefined}
+          onConnect={connect}
+        />
+      )}
+      <p class="svc-muted">Signed in as {props.session.externalId}.</p>
+      <ConfirmDialog
+        open={confirm !== undefined}
+        title={
+          confirm?.state === "setup" ? `Remove the unfinished ${confirmName} setup?` : `Disconnect ${confirmName}?`
+        }
+        impact={
+          <p>
+            {confirm?.state === "setup"
+              ? "The setup is discarded with what was entered so far."
+              : "The application will no longer be able to use this account. Access granted at the provider is revoked."}
+          </p>
+        }
+        confirmLabel={confirm?.state === "setup" ? "Remove" : "Disconnect"}
+        onConfirm={() => confirm !== undefined && disconnect(confirm)}
+        onClose={() => setConfirm(undefined)}
+      />
+    </main>
+  )
+}
