@@ -12,7 +12,8 @@
  * The template lives under `node_modules/.cache/svc-test/`, named by `dist/.build-hash` (a hash of
  * every source file, the lockfile and the Node version: a changed migration, PGlite version or
  * start-up code makes a new one). It is made by the test run's global setup (test/support/UiBuild.ts)
- * and, failing that, by the first test that needs it; older templates are removed then.
+ * and, failing that, by the first test that needs it; templates of other builds made more than an
+ * hour before are removed then.
  */
 import { execFile } from "node:child_process"
 import * as fs from "node:fs/promises"
@@ -82,9 +83,15 @@ const make = async (target: string): Promise<void> => {
   )
   await fs.rm(dir, { recursive: true, force: true })
   if (renamed) {
+    // Templates of other builds, once no run started an hour ago can still be copying them.
     for (const entry of await fs.readdir(cacheRoot)) {
-      const stale = path.join(cacheRoot, entry)
-      if (entry.startsWith("embedded-") && stale !== target) await fs.rm(stale, { recursive: true, force: true })
+      const other = path.join(cacheRoot, entry)
+      if (!entry.startsWith("embedded-") || other === target) continue
+      const made = await fs.stat(other).then(
+        (stat) => stat.mtimeMs,
+        () => Date.now()
+      )
+      if (Date.now() - made > 3_600_000) await fs.rm(other, { recursive: true, force: true })
     }
   }
 }
