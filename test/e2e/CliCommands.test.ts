@@ -1,7 +1,9 @@
 /**
- * The `cli` commands that call a running svc (spec 4.8), black-box: `packages/cli/bin/cli` as a
- * child process against an embedded-default `svc serve`, run in the svc's working directory so
- * it finds `.svc/dev-keys/` by itself. `list connectors|connections` in every output format with
+ * The `cli` commands that call a running svc (spec 4.8) against an embedded-default `svc serve`,
+ * run in the svc's working directory so they find `.svc/dev-keys/` by themselves: in this process
+ * (test/support/CliInProcess.ts: main.ts's layers, exit codes and output) where a test is about
+ * parsing and output, `packages/cli/bin/cli` as a child process where the process matters (SIGINT,
+ * `HOME`, an exit code through the launcher). `list connectors|connections` in every output format with
  * filters, order and paging; `tasks get [--wait]`; `events tail` following new proxied requests
  * until SIGINT; configuration from `--config` and `~/.svc.yaml`; one-line errors and their exit
  * codes for an unreachable server, 401, 403 and 404; an example in every new command's help.
@@ -22,6 +24,7 @@ import {
   resources,
   type Svc
 } from "../support/Api.ts"
+import { startCliInProcess } from "../support/CliInProcess.ts"
 import { tempDir } from "../support/SvcProcess.ts"
 import { startUpstream, type Upstream } from "../support/Upstream.ts"
 
@@ -60,11 +63,28 @@ interface Running {
   readonly interrupt: () => void
 }
 
-/** Starts `bin/cli` in `cwd` (default: the svc's directory) with HOME set to `home`, `input` on stdin. */
-const start = (
-  args: ReadonlyArray<string>,
-  options: { cwd?: string; home?: string; input?: string; columns?: number } = {}
-): Running => {
+interface StartOptions {
+  readonly cwd?: string
+  readonly home?: string
+  readonly input?: string
+  readonly columns?: number
+  /** Spawn `bin/cli` (default: run the command in this process). */
+  readonly process?: boolean
+}
+
+/**
+ * Runs `cli` in `cwd` (default: the svc's directory) with HOME set to `home`, `input` on stdin,
+ * `NO_COLOR=1` and no `COLUMNS` unless `columns`: in this process, or as `bin/cli` when `process`.
+ */
+const start = (args: ReadonlyArray<string>, options: StartOptions = {}): Running => {
+  if (options.process !== true) {
+    return startCliInProcess(args, {
+      cwd: options.cwd ?? svc.dir ?? "",
+      home: options.home ?? home,
+      env: { NO_COLOR: "1", ...(options.columns === undefined ? {} : { COLUMNS: String(options.columns) }) },
+      ...(options.input === undefined ? {} : { input: options.input })
+    })
+  }
   // tables fit COLUMNS when it is set: the runner's own never leaks in
   const { COLUMNS: _runnerColumns, ...inherited } = process.env
   const child = spawn(bin, args, {
@@ -88,11 +108,9 @@ const start = (
   return { stdout: () => stdout, stderr: () => stderr, exit, interrupt: () => child.kill("SIGINT") }
 }
 
-/** Runs `bin/cli` to its end against the svc's api. */
-const cli = (
-  args: ReadonlyArray<string>,
-  options: { cwd?: string; home?: string; api?: boolean; input?: string; columns?: number } = {}
-) => start(options.api === false ? args : [...args, "--apiUrl", apiUrl], options).exit
+/** Runs `cli` to its end against the svc's api (`api: false`: without `--apiUrl`). */
+const cli = (args: ReadonlyArray<string>, options: StartOptions & { api?: boolean } = {}) =>
+  start(options.api === false ? args : [...args, "--apiUrl", apiUrl], options).exit
 
 const lines = (text: string) => text.split("\n").filter((line) => line !== "")
 const jsonLines = <T>(text: string): Array<T> => lines(text).map((line) => JSON.parse(line) as T)
@@ -297,18 +315,11 @@ describe("cli events tail", () => {
         ).items.length,
       (n) => n === 2
     )
-    const tail = start([
-      "events",
-      "tail",
-      "--connectionId",
-      connectionId,
-      "-o",
-      "jsonl",
-      "--interval",
-      "200ms",
-      "--apiUrl",
-      apiUrl
-    ])
+    // a real process: SIGINT ends it with 130
+    const tail = start(
+      ["events", "tail", "--connectionId", connectionId, "-o", "jsonl", "--interval", "200ms", "--apiUrl", apiUrl],
+      { process: true }
+    )
     expect((await printed(tail, 2)).length).toBe(2)
     await proxyCall("c")
     await proxyCall("d")
@@ -372,9 +383,11 @@ describe("cli configuration and errors", () => {
     ].join("\n")
     const configPath = path.join(home, "cli.yaml")
     await fs.writeFile(configPath, config)
+    // real processes: the second one finds ~/.svc.yaml through the process's HOME
     const viaFlag = await cli(["list", "connectors", "--config", configPath, "--limit", "1", "-o", "json"], {
       cwd: home,
-      api: false
+      api: false,
+      process: true
     })
     expect(viaFlag.code, viaFlag.stderr).toBe(0)
     expect(JSON.parse(viaFlag.stdout)).toHaveLength(1)
@@ -385,7 +398,8 @@ describe("cli configuration and errors", () => {
       const viaHome = await cli(["list", "connectors", "--limit", "1", "-o", "jsonl"], {
         cwd: otherHome,
         home: otherHome,
-        api: false
+        api: false,
+        process: true
       })
       expect(viaHome.code, viaHome.stderr).toBe(0)
       expect(lines(viaHome.stdout)).toHaveLength(1)
@@ -428,7 +442,10 @@ describe("cli configuration and errors", () => {
   })
 
   it("an unreachable server is one line and exit 3", async () => {
-    const out = await cli(["list", "connections", "--apiUrl", `http://127.0.0.1:${await closedPort()}`], { api: false })
+    const out = await cli(["list", "connections", "--apiUrl", `http://127.0.0.1:${await closedPort()}`], {
+      api: false,
+      process: true
+    })
     expect(out.code).toBe(3)
     expect(oneErrorLine(out)).toMatch(
       /^error: list connections: cannot reach the api at http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\)/

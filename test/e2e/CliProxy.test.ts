@@ -1,7 +1,9 @@
 /**
- * `cli signing-proxy` and `cli proxy` (spec 4.8), black-box: `packages/cli/bin/cli` as a child
- * process against an embedded-default `svc serve`, run in the svc's working directory so it finds
- * `.svc/dev-keys/` (and the admin-api's `.svc/tls/` certificate) by itself. A token-less caller
+ * `cli signing-proxy` and `cli proxy` (spec 4.8) against an embedded-default `svc serve`, run in
+ * the svc's working directory so they find `.svc/dev-keys/` (and the admin-api's `.svc/tls/`
+ * certificate) by themselves: in this process (test/support/CliInProcess.ts: main.ts's layers,
+ * exit codes and output), except one-shot mode, whose curl and wget write to the process's own
+ * stdout and stderr, as `packages/cli/bin/cli` child processes. A token-less caller
  * reaches authenticated routes of the api and the admin-api through the signing proxy; bodies
  * stream both ways (each side waits for the other's first chunk, so a relay that buffered a whole
  * body would never finish); the port comes from the configured environment variable plus
@@ -10,13 +12,14 @@
  * `wget`, passes their output and exit code through, and fails in one line for an unknown
  * connection without running the command.
  */
-import { type ChildProcess, spawn } from "node:child_process"
+import { spawn } from "node:child_process"
 import * as fs from "node:fs/promises"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import * as path from "node:path"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { definition as plainDefinition, eventually, launch, rand, resources, type Svc } from "../support/Api.ts"
+import { startCliInProcess } from "../support/CliInProcess.ts"
 import { freePort, tempDir } from "../support/SvcProcess.ts"
 import { startUpstream, type Upstream } from "../support/Upstream.ts"
 
@@ -36,16 +39,32 @@ interface Outcome {
 }
 
 interface Running {
-  readonly child: ChildProcess
   readonly stdout: () => string
   readonly stderr: () => string
   readonly exit: Promise<Outcome>
+  /** Whether it has ended. */
+  readonly ended: () => boolean
+  /** SIGINT (a process) or its interruption (in process). */
+  readonly interrupt: () => void
 }
 
 const running: Array<Running> = []
 
-/** Starts `bin/cli` in the svc's directory with HOME set to `home`. */
-const start = (args: ReadonlyArray<string>, env: Record<string, string> = {}): Running => {
+/**
+ * Runs `cli` in the svc's directory with HOME set to `home`, `NO_COLOR=1` and `env`: in this
+ * process, or as `bin/cli` (with the test process's environment besides) when `process`.
+ */
+const start = (args: ReadonlyArray<string>, env: Record<string, string> = {}, options: { process?: boolean } = {}) => {
+  let ended = false
+  const track = (run: Omit<Running, "ended">): Running => {
+    const tracked = { ...run, ended: () => ended }
+    run.exit.then(() => (ended = true))
+    running.push(tracked)
+    return tracked
+  }
+  if (options.process !== true) {
+    return track(startCliInProcess(args, { cwd: svc.dir ?? "", home, env: { NO_COLOR: "1", ...env } }))
+  }
   const child = spawn(bin, args, {
     cwd: svc.dir,
     env: {
@@ -62,17 +81,18 @@ const start = (args: ReadonlyArray<string>, env: Record<string, string> = {}): R
   child.stderr?.on("data", (chunk) => (stderr += chunk))
   child.stdin?.end()
   const exit = new Promise<Outcome>((resolve) => child.on("close", (code) => resolve({ code, stdout, stderr })))
-  const process_ = { child, stdout: () => stdout, stderr: () => stderr, exit }
-  running.push(process_)
-  return process_
+  return track({ stdout: () => stdout, stderr: () => stderr, exit, interrupt: () => child.kill("SIGINT") })
 }
+
+/** A one-shot `cli proxy … curl|wget …`: a real process (the command writes to its stdout and stderr). */
+const oneShot = (args: ReadonlyArray<string>) => start(args, {}, { process: true }).exit
 
 /** Starts a listening command and answers its base URL, read from its start line on stderr. */
 const serve = async (args: ReadonlyArray<string>, env: Record<string, string> = {}) => {
   const proc = start(args, env)
   const line = await eventually(
     async () => /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(proc.stderr()),
-    (match) => match !== null || proc.child.exitCode !== null,
+    (match) => match !== null || proc.ended(),
     30_000
   )
   if (line === null) throw new Error(`no start line; stderr:\n${proc.stderr()}`)
@@ -221,7 +241,7 @@ beforeAll(async () => {
 
 afterEach(async () => {
   for (const proc of running.splice(0)) {
-    if (proc.child.exitCode === null && proc.child.signalCode === null) proc.child.kill("SIGINT")
+    if (!proc.ended()) proc.interrupt()
     await proc.exit
   }
 })
@@ -449,7 +469,7 @@ describe("cli proxy", () => {
       headers: { "content-type": "text/plain" },
       body: `hello ${request.query.get("who")} ${request.headers["x-test"]} ${request.method}`
     }))
-    const out = await start([
+    const out = await oneShot([
       "proxy",
       "--apiUrl",
       apiUrl,
@@ -462,7 +482,7 @@ describe("cli proxy", () => {
       "-X",
       "PUT",
       `${upstream.origin}/v1/oneshot?who=curl`
-    ]).exit
+    ])
     expect(out).toEqual({ code: 0, stdout: "hello curl one PUT", stderr: "" })
     const seen = upstream.seen().filter((request) => request.path === "/v1/oneshot")
     expect(seen.at(-1)?.url).toBe("/v1/oneshot?who=curl")
@@ -474,7 +494,7 @@ describe("cli proxy", () => {
       headers: { "content-type": "text/plain" },
       body: `based ${request.query.get("who")}`
     }))
-    const out = await start([
+    const out = await oneShot([
       "proxy",
       "--apiUrl",
       apiUrl,
@@ -485,7 +505,7 @@ describe("cli proxy", () => {
       "curl",
       "-s",
       "https://api.example.invalid/oneshot?who=base"
-    ]).exit
+    ])
     expect(out).toEqual({ code: 0, stdout: "based base", stderr: "" })
     expect(
       upstream
@@ -496,7 +516,7 @@ describe("cli proxy", () => {
   })
 
   it("one-shot: curl's exit code passes through (curl -f on an upstream 404 exits 22)", async () => {
-    const out = await start([
+    const out = await oneShot([
       "proxy",
       "--apiUrl",
       apiUrl,
@@ -505,13 +525,13 @@ describe("cli proxy", () => {
       "curl",
       "-sf",
       `${upstream.origin}/missing`
-    ]).exit
+    ])
     expect(out).toEqual({ code: 22, stdout: "", stderr: "" })
   })
 
   it("one-shot with wget", async () => {
     upstream.route("/v1/wget", () => ({ status: 200, body: "from wget" }))
-    const out = await start([
+    const out = await oneShot([
       "proxy",
       "--apiUrl",
       apiUrl,
@@ -520,14 +540,14 @@ describe("cli proxy", () => {
       "wget",
       "-qO-",
       `${upstream.origin}/v1/wget`
-    ]).exit
+    ])
     expect(out.code).toBe(0)
     expect(out.stdout).toBe("from wget")
   })
 
   it("one-shot: an unknown connection is one line and exit 6, and curl never runs", async () => {
     const before = upstream.seen().length
-    const out = await start([
+    const out = await oneShot([
       "proxy",
       "--apiUrl",
       apiUrl,
@@ -536,7 +556,7 @@ describe("cli proxy", () => {
       "curl",
       "-s",
       `${upstream.origin}/v1/oneshot`
-    ]).exit
+    ])
     expect(out.code).toBe(6)
     expect(out.stdout).toBe("")
     expect(lines(out.stderr)).toHaveLength(1)

@@ -20,7 +20,7 @@ let svc: Svc
 let admin: ReturnType<typeof resources>
 
 beforeAll(async () => {
-  svc = await launch("svc-e2e-keys-")
+  svc = await launch("svc-e2e-keys-", { fresh: true })
   admin = resources(svc)
 }, 120_000)
 

@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { eventually, launch, type Svc } from "../support/Api.ts"
 import { type OtlpReceiver, startHttpReceiver } from "../support/OtlpReceiver.ts"
 import { freePort, freePorts, portEnv, type RunningSvc, startSvc, tempDir } from "../support/SvcProcess.ts"
+import { seedEmbedded } from "../support/EmbeddedTemplate.ts"
 
 interface Answer {
   readonly status: number
@@ -170,6 +171,7 @@ describe("scrape listeners of several processes on one host", () => {
 
   const start = async (services: ReadonlyArray<string>, metricsPort: number) => {
     const dir = await tempDir("svc-e2e-metrics-listeners-")
+    await seedEmbedded(dir)
     dirs.push(dir)
     const ports = await freePorts()
     const running = startSvc(["serve", ...services.flatMap((s) => ["--service", s])], {

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ProductionWorkspace, productionWorkspace } from "../support/ProductionWorkspace.ts"
 import { type RedisServer, startRedisServer } from "../support/RedisServer.ts"
 import { freePort, freePorts, portEnv, runSvc, tempDir } from "../support/SvcProcess.ts"
+import { seedEmbedded } from "../support/EmbeddedTemplate.ts"
 
 const occupy = (port: number) =>
   new Promise<net.Server>((resolve, reject) => {
@@ -25,6 +26,7 @@ describe("a port in use", () => {
 
   beforeAll(async () => {
     dir = await tempDir("svc-e2e-inuse-")
+    await seedEmbedded(dir)
   })
 
   afterAll(async () => {

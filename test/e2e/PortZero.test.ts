@@ -5,6 +5,7 @@
 import * as fs from "node:fs/promises"
 import { afterAll, describe, expect, it } from "vitest"
 import { type RunningSvc, startSvc, tempDir } from "../support/SvcProcess.ts"
+import { seedEmbedded } from "../support/EmbeddedTemplate.ts"
 
 const bannerPort = (output: string, service: string): number | undefined => {
   const match = new RegExp(`^  ${service}\\s+https?://127\\.0\\.0\\.1:(\\d+)`, "m").exec(output)
@@ -22,6 +23,7 @@ describe("port 0 listeners", () => {
 
   it("the banner prints the ports the services got, and they answer", async () => {
     dir = await tempDir("svc-e2e-port0-")
+    await seedEmbedded(dir)
     const running = startSvc(["serve", "--service", "api", "--service", "public", "--service", "worker"], {
       cwd: dir,
       env: { SVC__api__port: "0", SVC__public__port: "0", SVC__worker__port: "0" }

@@ -22,6 +22,7 @@ import {
   tempDir,
   waitForHttp
 } from "../support/SvcProcess.ts"
+import { seedEmbedded } from "../support/EmbeddedTemplate.ts"
 
 interface Answer {
   readonly status: number
@@ -57,6 +58,7 @@ describe("probes of the embedded process", () => {
 
   beforeAll(async () => {
     dir = await tempDir("svc-e2e-probes-")
+    await seedEmbedded(dir)
     ports = await freePorts()
     svc = startSvc(["serve"], {
       cwd: dir,

@@ -34,6 +34,8 @@ for (const start of [startGrpcReceiver, startHttpReceiver]) {
       upstream.route("/ok", () => ({ status: 200, headers: { "content-type": "application/json" }, body: "{}" }))
       upstream.route("/broken", () => ({ status: 500, body: "broken" }))
       svc = await launch("svc-telemetry-", {
+        // A first start: its "generated a development JWT signing key" warning is the JSON log record checked below.
+        fresh: true,
         env: {
           SVC__telemetry__enabled: "true",
           SVC__telemetry__exporter__protocol: protocol,

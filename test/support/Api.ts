@@ -9,6 +9,7 @@ import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { Agent, fetch as undiciFetch } from "undici"
 import { expect } from "vitest"
+import { seedEmbedded } from "./EmbeddedTemplate.ts"
 import { freePorts, type Ports, portEnv, type RunningSvc, startSvc, tempDir, waitForHttp } from "./SvcProcess.ts"
 
 /** The standard error body (API-CONVENTIONS "Errors"). */
@@ -95,9 +96,15 @@ export interface CallOptions {
   readonly service?: "api" | "admin-api"
 }
 
-/** Options of `launch`: extra environment (configuration overrides such as `SVC__outbound__allow_private_networks`). */
+/** Options of `launch`. */
 export interface LaunchOptions {
+  /** Extra environment (configuration overrides such as `SVC__outbound__allow_private_networks`). */
   readonly env?: Readonly<Record<string, string>>
+  /**
+   * Start on an empty directory: the first start (PGlite `initdb`, migrations, keys). By default
+   * the directory holds a copy of the prepared template (test/support/EmbeddedTemplate.ts).
+   */
+  readonly fresh?: boolean
 }
 
 /** A running svc with its call helpers. */
@@ -189,7 +196,8 @@ export const settledCount = async (read: () => Promise<number>, atLeast: number,
 }
 
 /**
- * Starts `svc serve` (embedded default) in a fresh temp dir and waits until the api answers. A
+ * Starts `svc serve` (embedded default) in a fresh temp dir (holding a copy of the prepared data
+ * directory unless `fresh`) and waits until the api answers. A
  * start that lost a port to another listener between `freePorts` and `listen` (EADDRINUSE) is
  * retried on fresh ports, at most three times.
  */
@@ -205,6 +213,7 @@ export const launch = async (prefix: string, options: LaunchOptions = {}): Promi
 
 const launchOnce = async (prefix: string, options: LaunchOptions): Promise<Svc> => {
   const dir = await tempDir(prefix)
+  if (options.fresh !== true) await seedEmbedded(dir)
   const ports = await freePorts()
   const env = { ...portEnv(ports), ...options.env }
   let running: RunningSvc = startSvc(["serve"], { cwd: dir, env })

@@ -1,8 +1,10 @@
 /**
  * The assembled `cli` command tree and how it is run, independent of the process (see `main.ts`).
  */
+import { NodeServices } from "@effect/platform-node"
 import { Console, Effect, Layer } from "effect"
 import { CliOutput, Command } from "effect/cli"
+import { ConfigLocation } from "./CliConfig.ts"
 import { events } from "./commands/Events.ts"
 import { list } from "./commands/List.ts"
 import { loginRedirect } from "./commands/LoginRedirect.ts"
@@ -13,6 +15,7 @@ import { tasks } from "./commands/Tasks.ts"
 import { signMarketplaceLoginUrl } from "./commands/SignMarketplaceLoginUrl.ts"
 import { verifyJwt } from "./commands/VerifyJwt.ts"
 import { markOneShot } from "./OneShot.ts"
+import { layerStderrProgress } from "./Progress.ts"
 import { root } from "./Root.ts"
 
 export const version = "0.1.0"
@@ -58,3 +61,19 @@ export const CliFormatter = Layer.unwrap(
  */
 export const runCli = (args: ReadonlyArray<string>) =>
   Command.runWith(cli, { version })(markOneShot(args)).pipe(Effect.provide(Layer.merge(StderrPresenter, CliFormatter)))
+
+/**
+ * Everything a `cli` process provides around `runCli`: the Node services, the configuration's home
+ * and working directories, and progress on `stderr`. `main.ts` passes the process's own; tests
+ * that run commands in process (test/support/CliInProcess.ts) pass theirs.
+ */
+export const layerCli = (options: {
+  readonly homeDir: string
+  readonly workDir: string
+  readonly stderr: { readonly isTTY?: boolean; write(text: string): unknown }
+}) =>
+  Layer.mergeAll(
+    NodeServices.layer,
+    ConfigLocation.layer(options.homeDir, options.workDir),
+    layerStderrProgress(options.stderr)
+  )

@@ -31,6 +31,11 @@ import type { ThreadRequest, ThreadResponse } from "./PgliteThread.ts"
 export interface PgliteClientConfig {
   /** A directory on disk (created if missing) or `memory://`. */
   readonly dataDir: string
+  /**
+   * A dump (`PGlite.dumpDataDir`) of an initialised data directory to start from instead of
+   * running `initdb` (in process only; the tests' in-memory databases, `TestDatabase.pgliteMemory`).
+   */
+  readonly loadDataDir?: Blob | undefined
   readonly transformQueryNames?: ((name: string) => string) | undefined
   readonly transformResultNames?: ((name: string) => string) | undefined
   readonly spanAttributes?: Record<string, unknown> | undefined
@@ -214,7 +219,12 @@ export const make = Effect.fnUntraced(function* (
 ): Effect.fn.Return<PgliteClient, SqlError, Scope.Scope | Reactivity.Reactivity> {
   const db = yield* Effect.acquireRelease(
     Effect.tryPromise({
-      try: () => PGlite.create(config.dataDir, { parsers, startParams: startParams() }),
+      try: () =>
+        PGlite.create(config.dataDir, {
+          parsers,
+          startParams: startParams(),
+          ...(config.loadDataDir === undefined ? {} : { loadDataDir: config.loadDataDir })
+        }),
       catch: (cause) =>
         new SqlError({
           reason: new ConnectionError({

@@ -113,11 +113,45 @@ export const pglite: Layer.Layer<SqlClient.SqlClient | PgliteClient.PgliteClient
     )
   )
 
-/** A fresh in-memory PGlite database per build (`memory://`). */
+// The same for in-memory databases: a dump of an initialised data directory (`dumpDataDir`, an
+// uncompressed tarball), loaded by every `memory://` build instead of its own initdb.
+const templateDump = Path.join(Os.tmpdir(), "svc-pglite-template-0.5.16.tar")
+
+const ensureTemplateDump = async (): Promise<Blob> => {
+  const existing = await Fs.readFile(templateDump).catch(() => undefined)
+  if (existing !== undefined) return new Blob([existing])
+  const db = await PGlite.create("memory://")
+  const dump = await db.dumpDataDir("none")
+  await db.close()
+  const partial = `${templateDump}.${process.pid}.${Date.now()}`
+  await Fs.writeFile(partial, Buffer.from(await dump.arrayBuffer()))
+  // Another process may have won the race; its dump is as good as ours.
+  await Fs.rename(partial, templateDump).catch(() => Fs.rm(partial, { force: true }))
+  return dump
+}
+
+let dump: Promise<Blob> | undefined
+
+const templateBlob = Effect.tryPromise({
+  try: () => {
+    dump ??= ensureTemplateDump()
+    dump.catch(() => {
+      dump = undefined
+    })
+    return dump
+  },
+  catch: tempDirError
+})
+
+/** A fresh in-memory PGlite database per build (`memory://`, started from the template's dump). */
 export const pgliteMemory: Layer.Layer<SqlClient.SqlClient | PgliteClient.PgliteClient | TestDatabase, SqlError> =
-  Layer.merge(
-    PgliteClient.layer({ dataDir: "memory://" }),
-    Layer.succeed(TestDatabase, { backend: "pglite", url: undefined, dataDir: "memory://" })
+  Layer.unwrap(
+    Effect.map(templateBlob, (loadDataDir) =>
+      Layer.merge(
+        PgliteClient.layer({ dataDir: "memory://", loadDataDir }),
+        Layer.succeed(TestDatabase, { backend: "pglite", url: undefined, dataDir: "memory://" })
+      )
+    )
   )
 
 /** Both backends, for conformance suites: `for (const [name, layer] of TestDatabase.backends) …`. */
