@@ -24,7 +24,7 @@ import {
 } from "effect/sql/SqlError"
 import * as NameTransforms from "./NameTransforms.ts"
 import { pgliteParsers as parsers } from "./PgliteParsers.ts"
-import { startParams } from "./PgliteSettings.ts"
+import { startParams, useBaselineWasmCompiler } from "./PgliteSettings.ts"
 import type { ThreadRequest, ThreadResponse } from "./PgliteThread.ts"
 
 /** Options of the PGlite client; transforms default to {@link NameTransforms}. */
@@ -212,6 +212,7 @@ const commit = (conn: SqlConnection.Connection): Effect.Effect<void, SqlError> =
 export const make = Effect.fnUntraced(function* (
   config: PgliteClientConfig
 ): Effect.fn.Return<PgliteClient, SqlError, Scope.Scope | Reactivity.Reactivity> {
+  yield* Effect.sync(() => useBaselineWasmCompiler())
   const db = yield* Effect.acquireRelease(
     Effect.tryPromise({
       try: () => PGlite.create(config.dataDir, { parsers, startParams: startParams() }),
@@ -272,6 +273,8 @@ const openError = (config: PgliteClientConfig, cause: unknown) =>
 export const makeWorker = Effect.fnUntraced(function* (
   config: PgliteClientConfig
 ): Effect.fn.Return<SqlClient.SqlClient, SqlError, Scope.Scope | Reactivity.Reactivity> {
+  // V8's flags are the process's: set here, before the thread compiles PGlite's module.
+  yield* Effect.sync(() => useBaselineWasmCompiler())
   const worker = yield* Effect.acquireRelease(
     Effect.tryPromise({
       try: () =>
