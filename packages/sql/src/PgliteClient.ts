@@ -25,6 +25,7 @@ import {
 import * as NameTransforms from "./NameTransforms.ts"
 import { pgliteParsers as parsers } from "./PgliteParsers.ts"
 import { startParams, useBaselineWasmCompiler } from "./PgliteSettings.ts"
+import { loadDataDir, templateFor } from "./PgliteTemplate.ts"
 import type { ThreadRequest, ThreadResponse } from "./PgliteThread.ts"
 
 /** Options of the PGlite client; transforms default to {@link NameTransforms}. */
@@ -34,7 +35,20 @@ export interface PgliteClientConfig {
   readonly transformQueryNames?: ((name: string) => string) | undefined
   readonly transformResultNames?: ((name: string) => string) | undefined
   readonly spanAttributes?: Record<string, unknown> | undefined
+  /**
+   * A data-directory dump a first open (no database in `dataDir` yet) unpacks instead of running
+   * `initdb` (`PgliteTemplate.ts`); default: the build's template when it exists; `false`: none.
+   */
+  readonly template?: string | false | undefined
 }
+
+/** The template a first open of `config.dataDir` unpacks, if any. */
+const templateOf = (config: PgliteClientConfig): string | undefined =>
+  config.template === false
+    ? undefined
+    : config.template === undefined
+      ? templateFor(config.dataDir)
+      : templateFor(config.dataDir, config.template)
 
 /** A `SqlClient` (driver `"pglite"`, dialect `pg`) that also exposes the PGlite instance. */
 export interface PgliteClient extends SqlClient.SqlClient {
@@ -215,7 +229,8 @@ export const make = Effect.fnUntraced(function* (
   yield* Effect.sync(() => useBaselineWasmCompiler())
   const db = yield* Effect.acquireRelease(
     Effect.tryPromise({
-      try: () => PGlite.create(config.dataDir, { parsers, startParams: startParams() }),
+      try: () =>
+        PGlite.create(config.dataDir, { parsers, startParams: startParams(), ...loadDataDir(templateOf(config)) }),
       catch: (cause) =>
         new SqlError({
           reason: new ConnectionError({
@@ -280,7 +295,7 @@ export const makeWorker = Effect.fnUntraced(function* (
       try: () =>
         new Promise<Worker>((resolve, reject) => {
           const thread = new Worker(new URL("./PgliteThread.ts", import.meta.url), {
-            workerData: { dataDir: config.dataDir }
+            workerData: { dataDir: config.dataDir, template: templateOf(config) }
           })
           const onOpen = (response: ThreadResponse) => {
             if (response.id !== 0) return
