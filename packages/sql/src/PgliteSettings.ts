@@ -13,8 +13,9 @@
  *   statement, so it tiers up within the first seconds of every process: that one compile took
  *   1.7–2.9 CPU-s and 600 MB of compiler memory, on top of 0.5 CPU-s of other tier-ups, so an
  *   embedded svc peaked at 0.8–1.1 GB of RSS shortly after it was ready and stayed 60–90 MB
- *   higher once idle. Liftoff alone opens PGlite with no peak, for about 10 % more CPU per
- *   proxied request (the request-event inserts run in PGlite); numbers in docs/performance.md.
+ *   higher once idle. Liftoff alone opens PGlite with no peak, but its SQL is slower: 6–35 % more
+ *   CPU per proxied request and about 0.6 times the throughput at 64 connections in the embedded
+ *   default (the request-event inserts run in PGlite); numbers in docs/performance.md.
  */
 import { PGlite } from "@electric-sql/pglite"
 import * as v8 from "node:v8"
