@@ -10,7 +10,11 @@
  *   + Redis) is timed from spawn until its health URL answers 200; its CPU is the sum over the
  *   live process tree (npm, sh, node) of utime + stime + cutime + cstime (a finished child such as
  *   a build step is in its parent's cutime); idle RSS is the largest `VmRSS` of the tree 2 s after
- *   ready.
+ *   ready;
+ * - growth: the embedded default (`svc serve`, no flag) in front of the bench upstream takes
+ *   20,000 `_proxy_raw` requests from 64 keep-alive connections right after it is ready (no
+ *   warm-up: what a fresh process grows by); its RSS 1 s after ready and 1 s after the requests,
+ *   and the process's CPU over the requests.
  *
  * Each case runs `runs` times (default 3) and reports the range. `npm start` runs in the
  * repository with `SVC__data_dir` on a temp dir (first start: a fresh one, then restarts on it).
@@ -24,11 +28,13 @@ import { freePort, freePorts, portEnv, repoRoot, tempDir } from "../support/SvcP
 import { trackChild, trackDir } from "./Children.ts"
 import { createDatabase, DatabaseUnavailable } from "./Cluster.ts"
 import { opsWorkspace } from "./OpsApi.ts"
-import { rssMb } from "./ProcessUsage.ts"
+import { cpuMs, rssMb } from "./ProcessUsage.ts"
+import { proxyJsonRequest, rawRoute, startEmbeddedSvc, startUpstream } from "./Proxy.ts"
 import { nowMs, waitFor200 } from "./Ready.ts"
 import { redisVersion, startPrivateRedis } from "./Redis.ts"
+import { measureRssGrowth } from "./RssGrowth.ts"
 
-export const footprintBudgetS = 240
+export const footprintBudgetS = 300
 
 const svcBin = path.join(repoRoot, "packages/server/bin/svc")
 const cliBin = path.join(repoRoot, "packages/cli/bin/cli")
@@ -87,13 +93,20 @@ export interface FootprintRun {
   readonly wallS: number
   /** Peak RSS of a one-shot command, idle RSS 2 s after ready of a server (largest process of its tree). */
   readonly rssMb: number
+  /** The growth row: RSS after the requests minus RSS before them. */
+  readonly growthMb?: number
 }
 
 export interface FootprintRow {
   readonly id: string
   readonly label: string
   /** The issue's goal in CPU seconds (and wall seconds where it sets one). */
-  readonly goal: { readonly cpuS: number; readonly wallS?: number; readonly rssMb?: number }
+  readonly goal: {
+    readonly cpuS?: number
+    readonly wallS?: number
+    readonly rssMb?: number
+    readonly growthMb?: number
+  }
   readonly runs: ReadonlyArray<FootprintRun>
   readonly skipped?: string
 }
@@ -200,6 +213,46 @@ const serverRun = async (
   }
 }
 
+/** Growth requests of the growth row, from 64 keep-alive connections. */
+const growthRequests = 20_000
+
+/**
+ * The growth row: the embedded default (no flag) in front of the bench upstream, 20,000
+ * `_proxy_raw` requests right after ready (no warm-up), RSS before and after, CPU over them.
+ */
+const measureGrowth = async (): Promise<FootprintRun> => {
+  const upstream = await startUpstream("generator")
+  try {
+    const svc = await startEmbeddedSvc(upstream.origin)
+    try {
+      const pid = svc.pid as number
+      const shape = rawRoute(svc, svc.connections[0])(proxyJsonRequest)
+      const cpuBefore = cpuMs(pid) ?? 0
+      const growth = await measureRssGrowth({
+        pid,
+        url: `${svc.origin}${shape.path}`,
+        method: "GET",
+        headers: shape.headers,
+        warmupRequests: 0,
+        requests: growthRequests,
+        connections: 64
+      })
+      if (growth === undefined) throw new Error("/proc cannot be read")
+      if (growth.errors > 0) throw new Error(`${growth.errors} of ${growth.requests} requests failed`)
+      return {
+        cpuS: ((cpuMs(pid) ?? 0) - cpuBefore) / 1000,
+        wallS: growth.seconds,
+        rssMb: growth.rssAfterMb,
+        growthMb: growth.growthMb
+      }
+    } finally {
+      await svc.stop()
+    }
+  } finally {
+    await upstream.stop()
+  }
+}
+
 const describe = (error: unknown) => (error instanceof Error ? error.message : String(error))
 
 export interface FootprintOptions {
@@ -290,6 +343,13 @@ export const measureFootprint = async (options: FootprintOptions): Promise<Reado
     ...(cliError === undefined ? {} : { skipped: cliError })
   })
 
+  progress("footprint: RSS growth over 20,000 proxied requests (embedded default, no flag)")
+  await repeat(
+    { id: "growth", label: "growth over 20,000 _proxy_raw requests", goal: { growthMb: 100 } },
+    1,
+    measureGrowth
+  )
+
   // PostgreSQL + Redis: svc migrate with nothing to do, an api process, a worker process
   progress("footprint: PostgreSQL + Redis")
   const production = await (async () => {
@@ -352,14 +412,16 @@ const range = (values: ReadonlyArray<number>, digits: number) => {
 
 /** The footprint table: per case, CPU-s, wall and RSS ranges over its runs, and the goal. */
 export const formatFootprint = (rows: ReadonlyArray<FootprintRow>): string => {
-  const header = ["case", "runs", "CPU-s", "wall s", "RSS MB", "goal"]
+  const header = ["case", "runs", "CPU-s", "wall s", "RSS MB", "growth MB", "goal"]
   const lines = rows.map((row) => {
     const goal = [
-      `≤ ${row.goal.cpuS} CPU-s`,
+      ...(row.goal.cpuS === undefined ? [] : [`≤ ${row.goal.cpuS} CPU-s`]),
       ...(row.goal.wallS === undefined ? [] : [`≤ ${row.goal.wallS} s`]),
-      ...(row.goal.rssMb === undefined ? [] : [`≤ ${row.goal.rssMb} MB idle`])
+      ...(row.goal.rssMb === undefined ? [] : [`≤ ${row.goal.rssMb} MB idle`]),
+      ...(row.goal.growthMb === undefined ? [] : [`≤ ${row.goal.growthMb} MB growth`])
     ].join(", ")
-    if (row.runs.length === 0) return [row.label, "0", row.skipped ?? "-", "", "", goal]
+    if (row.runs.length === 0) return [row.label, "0", row.skipped ?? "-", "", "", "", goal]
+    const growth = row.runs.flatMap((r) => (r.growthMb === undefined ? [] : [r.growthMb]))
     return [
       row.label,
       String(row.runs.length),
@@ -375,6 +437,7 @@ export const formatFootprint = (rows: ReadonlyArray<FootprintRow>): string => {
         row.runs.map((r) => r.rssMb),
         0
       ),
+      range(growth, 1),
       goal + (row.skipped === undefined ? "" : ` (${row.skipped})`)
     ]
   })
@@ -385,7 +448,7 @@ export const formatFootprint = (rows: ReadonlyArray<FootprintRow>): string => {
       .join("  ")
       .trimEnd()
   return [
-    "Footprint (CPU-s: user + system from /proc, to ready or to exit; RSS: peak of a command, idle of a server)",
+    "Footprint (CPU-s: user + system from /proc, to ready or to exit, over the requests for growth; RSS: peak of a command, idle of a server, after the requests for growth)",
     format(header),
     ...lines.map(format),
     ""

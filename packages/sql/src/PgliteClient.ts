@@ -24,7 +24,8 @@ import {
 } from "effect/sql/SqlError"
 import * as NameTransforms from "./NameTransforms.ts"
 import { pgliteParsers as parsers } from "./PgliteParsers.ts"
-import { startParams } from "./PgliteSettings.ts"
+import { startParams, useBaselineWasmCompiler } from "./PgliteSettings.ts"
+import { loadDataDir, templateFor } from "./PgliteTemplate.ts"
 import type { ThreadRequest, ThreadResponse } from "./PgliteThread.ts"
 
 /** Options of the PGlite client; transforms default to {@link NameTransforms}. */
@@ -39,7 +40,20 @@ export interface PgliteClientConfig {
   readonly transformQueryNames?: ((name: string) => string) | undefined
   readonly transformResultNames?: ((name: string) => string) | undefined
   readonly spanAttributes?: Record<string, unknown> | undefined
+  /**
+   * A data-directory dump a first open (no database in `dataDir` yet) unpacks instead of running
+   * `initdb` (`PgliteTemplate.ts`); default: the build's template when it exists; `false`: none.
+   */
+  readonly template?: string | false | undefined
 }
+
+/** The template a first open of `config.dataDir` unpacks, if any. */
+const templateOf = (config: PgliteClientConfig): string | undefined =>
+  config.template === false
+    ? undefined
+    : config.template === undefined
+      ? templateFor(config.dataDir)
+      : templateFor(config.dataDir, config.template)
 
 /** A `SqlClient` (driver `"pglite"`, dialect `pg`) that also exposes the PGlite instance. */
 export interface PgliteClient extends SqlClient.SqlClient {
@@ -217,13 +231,14 @@ const commit = (conn: SqlConnection.Connection): Effect.Effect<void, SqlError> =
 export const make = Effect.fnUntraced(function* (
   config: PgliteClientConfig
 ): Effect.fn.Return<PgliteClient, SqlError, Scope.Scope | Reactivity.Reactivity> {
+  yield* Effect.sync(() => useBaselineWasmCompiler())
   const db = yield* Effect.acquireRelease(
     Effect.tryPromise({
       try: () =>
         PGlite.create(config.dataDir, {
           parsers,
           startParams: startParams(),
-          ...(config.loadDataDir === undefined ? {} : { loadDataDir: config.loadDataDir })
+          ...(config.loadDataDir === undefined ? loadDataDir(templateOf(config)) : { loadDataDir: config.loadDataDir })
         }),
       catch: (cause) =>
         new SqlError({
@@ -282,12 +297,14 @@ const openError = (config: PgliteClientConfig, cause: unknown) =>
 export const makeWorker = Effect.fnUntraced(function* (
   config: PgliteClientConfig
 ): Effect.fn.Return<SqlClient.SqlClient, SqlError, Scope.Scope | Reactivity.Reactivity> {
+  // V8's flags are the process's: set here, before the thread compiles PGlite's module.
+  yield* Effect.sync(() => useBaselineWasmCompiler())
   const worker = yield* Effect.acquireRelease(
     Effect.tryPromise({
       try: () =>
         new Promise<Worker>((resolve, reject) => {
           const thread = new Worker(new URL("./PgliteThread.ts", import.meta.url), {
-            workerData: { dataDir: config.dataDir }
+            workerData: { dataDir: config.dataDir, template: templateOf(config) }
           })
           const onOpen = (response: ThreadResponse) => {
             if (response.id !== 0) return

@@ -9,6 +9,7 @@ import { parentPort, workerData } from "node:worker_threads"
 import { PGlite } from "@electric-sql/pglite"
 import { pgliteParsers } from "./PgliteParsers.ts"
 import { startParams } from "./PgliteSettings.ts"
+import { loadDataDir } from "./PgliteTemplate.ts"
 
 /** A statement posted by the client. */
 export interface ThreadRequest {
@@ -52,9 +53,11 @@ const errorOf = (cause: unknown) => {
   }
 }
 
-const opening = PGlite.create((workerData as { dataDir: string }).dataDir, {
+const { dataDir, template } = workerData as { dataDir: string; template?: string | undefined }
+const opening = PGlite.create(dataDir, {
   parsers: pgliteParsers,
-  startParams: startParams()
+  startParams: startParams(),
+  ...loadDataDir(template)
 })
 opening.then(
   () => port.postMessage({ id: 0, ok: true } satisfies ThreadResponse),

@@ -11,6 +11,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import * as PgClient from "./PgClient.ts"
 import * as PgliteClient from "./PgliteClient.ts"
+import * as PgliteTemplate from "./PgliteTemplate.ts"
 
 /** Where the test database lives; `url` is set for PostgreSQL, `dataDir` for PGlite. */
 export class TestDatabase extends Context.Service<
@@ -113,21 +114,15 @@ export const pglite: Layer.Layer<SqlClient.SqlClient | PgliteClient.PgliteClient
     )
   )
 
-// The same for in-memory databases: a dump of an initialised data directory (`dumpDataDir`, an
-// uncompressed tarball), loaded by every `memory://` build instead of its own initdb.
-const templateDump = Path.join(Os.tmpdir(), "svc-pglite-template-0.5.16.tar")
-
+// The same for in-memory databases: every `memory://` build loads a dump of an initialised data
+// directory instead of running its own initdb.
+/**
+ * The dump of a fresh `initdb`: the same template the embedded default's first start unpacks
+ * (`PgliteTemplate`, written by the build), made here when a test runs before any build.
+ */
 const ensureTemplateDump = async (): Promise<Blob> => {
-  const existing = await Fs.readFile(templateDump).catch(() => undefined)
-  if (existing !== undefined) return new Blob([existing])
-  const db = await PGlite.create("memory://")
-  const dump = await db.dumpDataDir("none")
-  await db.close()
-  const partial = `${templateDump}.${process.pid}.${Date.now()}`
-  await Fs.writeFile(partial, Buffer.from(await dump.arrayBuffer()))
-  // Another process may have won the race; its dump is as good as ours.
-  await Fs.rename(partial, templateDump).catch(() => Fs.rm(partial, { force: true }))
-  return dump
+  await PgliteTemplate.writeTemplate()
+  return new Blob([await Fs.readFile(PgliteTemplate.templateFile())])
 }
 
 let dump: Promise<Blob> | undefined

@@ -369,6 +369,36 @@ describe("HookSandbox", () => {
     )
   })
 
+  it.layer(HookSandbox.layer({ poolSize: 2, maxTimeout: "2 seconds", idleTimeout: "300 millis" }), {
+    timeout: 60_000
+  })((it) => {
+    it.effect("starts workers at the first hook and stops them once idle; the next hook starts one again", () =>
+      Effect.gen(function* () {
+        const sandbox = yield* HookSandbox
+        assert.strictEqual(yield* sandbox.workers, 0)
+        const labels = (i: number) => ({ ...base, javascript: undefined, hook: `({ labels: { set: { i: '${i}' } } })` })
+        const results = yield* Effect.forEach([0, 1], (i) => sandbox.run(labels(i)), { concurrency: "unbounded" })
+        assert.deepStrictEqual(
+          results.map((result) => result.labels?.set?.i),
+          ["0", "1"]
+        )
+        assert.strictEqual(yield* sandbox.workers, 2)
+        // Used again within the idle time: kept.
+        yield* sandbox.run(labels(2))
+        assert.isAbove(yield* sandbox.workers, 0)
+        let waited = 0
+        while ((yield* sandbox.workers) > 0 && waited < 20_000) {
+          // real time: the idle timers are the host's, not the test clock's
+          yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 50)))
+          waited += 50
+        }
+        assert.strictEqual(yield* sandbox.workers, 0)
+        yield* stillServes
+        assert.strictEqual(yield* sandbox.workers, 1)
+      })
+    )
+  })
+
   // The memory limit, with a time cap far above what filling 32 MiB takes even on a loaded machine,
   // so the reason is memory rather than the deadline racing it.
   it.layer(HookSandbox.layer({ poolSize: 1, maxTimeout: "60 seconds" }), { timeout: 180_000 })((it) => {

@@ -6,7 +6,10 @@
  * memory limit and a ~1 MB QuickJS stack (the worker's 32 MB thread stack makes deep recursion a
  * clean error); no host access; deterministic (`Date` absent, `eval` and Function constructors
  * refused, `Math.random` seeded by the caller). Output is JSON validated against `HookResult`.
- * A worker that crashed, timed out, hit a limit or was abandoned is replaced. Failures are
+ * A worker that crashed, timed out, hit a limit or was abandoned is replaced. Workers start at the
+ * first hook (a process that never runs one starts none) and stop after a while unused
+ * (`idleTimeout`): each holds about 40 MB (its V8 heap, QuickJS's WebAssembly memory, a 32 MB
+ * stack reservation), which would otherwise stay after the last migration. Failures are
  * `HookFailed` with a reason and a message that never repeats the configuration's string values.
  */
 import * as os from "node:os"
@@ -64,6 +67,8 @@ export interface HookSandboxOptions {
   readonly stackBytes?: number
   /** Longest output, in characters of JSON (default `hookOutputMaxChars`, 1 MiB). */
   readonly maxOutputChars?: number
+  /** An idle worker is stopped after this long unused (default 60 s); the next hook starts one again. */
+  readonly idleTimeout?: Duration.Input
 }
 
 /** The stack of each worker thread: deep QuickJS recursion hits QuickJS's own limit first. */
@@ -76,6 +81,8 @@ interface Slot {
   readonly worker: Worker
   readonly ready: Promise<boolean>
   broken: boolean
+  /** Set while the slot is idle: stops the worker when it fires. */
+  idleTimer?: ReturnType<typeof setTimeout> | undefined
 }
 
 const spawn = (): Slot => {
@@ -208,9 +215,14 @@ export class HookSandbox extends Context.Service<
   {
     /** Runs one hook and returns its validated result. */
     readonly run: (input: HookRun) => Effect.Effect<HookResult, HookFailed>
+    /** Worker threads alive now (idle or running a hook). */
+    readonly workers: Effect.Effect<number>
   }
 >()("@svc/server/HookSandbox") {
-  /** A pool of workers, each started at first use, terminated when the layer's scope closes. */
+  /**
+   * A pool of workers, each started at first use, stopped after `idleTimeout` unused, terminated
+   * when the layer's scope closes.
+   */
   static readonly layer = (options: HookSandboxOptions = {}): Layer.Layer<HookSandbox> =>
     Layer.effect(
       HookSandbox,
@@ -223,28 +235,49 @@ export class HookSandbox extends Context.Service<
         const memoryBytes = options.memoryBytes ?? 32 * 1024 * 1024
         const stackBytes = options.stackBytes ?? 1024 * 1024
         const maxOutputChars = options.maxOutputChars ?? hookOutputMaxChars
+        const idleMs = Duration.toMillis(Duration.fromInputUnsafe(options.idleTimeout ?? "60 seconds"))
 
         const idle: Array<Slot> = []
         const all = new Set<Slot>()
+        const retire = (slot: Slot) => {
+          clearTimeout(slot.idleTimer)
+          all.delete(slot)
+          void slot.worker.terminate().catch(() => undefined)
+        }
+        // An idle slot stops its worker once unused for `idleMs` (the timer never keeps the process up).
+        const release = (slot: Slot) => {
+          slot.idleTimer = setTimeout(() => {
+            const index = idle.indexOf(slot)
+            if (index === -1) return
+            idle.splice(index, 1)
+            retire(slot)
+          }, idleMs)
+          slot.idleTimer.unref()
+          idle.push(slot)
+        }
         const add = () => {
           const slot = spawn()
           all.add(slot)
-          idle.push(slot)
-        }
-        const retire = (slot: Slot) => {
-          all.delete(slot)
-          void slot.worker.terminate().catch(() => undefined)
+          release(slot)
         }
         // Workers start at first use (a process that never migrates a connection never starts
         // QuickJS), at most `poolSize` of them: the permits below bound the slots in use.
         const take = (): Slot => {
           if (idle.length === 0) add()
-          return idle.shift()!
+          const slot = idle.shift()!
+          clearTimeout(slot.idleTimer)
+          slot.idleTimer = undefined
+          return slot
         }
         yield* Effect.acquireRelease(Effect.void, () =>
-          Effect.promise(() => Promise.all([...all].map((slot) => slot.worker.terminate().catch(() => 0)))).pipe(
-            Effect.andThen(Effect.sync(() => all.clear()))
-          )
+          Effect.promise(() =>
+            Promise.all(
+              [...all].map((slot) => {
+                clearTimeout(slot.idleTimer)
+                return slot.worker.terminate().catch(() => 0)
+              })
+            )
+          ).pipe(Effect.andThen(Effect.sync(() => all.clear())))
         )
         const permits = yield* Semaphore.make(poolSize)
         let nextId = 0
@@ -257,7 +290,7 @@ export class HookSandbox extends Context.Service<
                 if (slot.broken || Exit.hasInterrupts(exit)) {
                   retire(slot)
                   add()
-                } else idle.push(slot)
+                } else release(slot)
               })
             )
           )
@@ -310,7 +343,7 @@ export class HookSandbox extends Context.Service<
           )
         })
 
-        return HookSandbox.of({ run })
+        return HookSandbox.of({ run, workers: Effect.sync(() => all.size) })
       })
     )
 }

@@ -13,8 +13,9 @@ import {
   setupSteps,
   stepProperties
 } from "@svc/domain/SetupFlow"
-import { type ErrorObject, Ajv2020, type ValidateFunction } from "ajv/dist/2020.js"
-import addFormats from "ajv-formats"
+import type { Ajv2020, ErrorObject, ValidateFunction } from "ajv/dist/2020.js"
+import type addFormats from "ajv-formats"
+import { createRequire } from "node:module"
 import { prototypeKeyProblem, prototypeKeys } from "@svc/domain/StrictInput"
 import { Effect, Predicate } from "effect"
 
@@ -26,8 +27,18 @@ interface CompiledStep {
   readonly validate: ValidateFunction
 }
 
+// Ajv and its formats (CommonJS) are loaded by the first flow compiled, not with the server.
+const require = createRequire(import.meta.url)
+let ajvModules: { readonly Ajv: typeof Ajv2020; readonly formats: typeof addFormats } | undefined
+const loadAjv = () =>
+  (ajvModules ??= {
+    Ajv: (require("ajv/dist/2020.js") as typeof import("ajv/dist/2020.js")).Ajv2020,
+    formats: require("ajv-formats") as typeof addFormats
+  })
+
 const newAjv = () => {
-  const ajv = new Ajv2020({
+  const { Ajv, formats } = loadAjv()
+  const ajv = new Ajv({
     strict: true,
     allowUnionTypes: true,
     allErrors: true,
@@ -35,7 +46,7 @@ const newAjv = () => {
     validateFormats: true,
     logger: false
   })
-  addFormats.default(ajv)
+  formats.default(ajv)
   return ajv
 }
 

@@ -5,7 +5,13 @@
  */
 import * as fs from "node:fs"
 import { type Context, Duration, Effect, Redacted, Schema } from "effect"
-import { Cluster, Redis, type RedisOptions } from "ioredis"
+import type { Cluster, Redis, RedisOptions } from "ioredis"
+
+/** ioredis, loaded by the first connect: a process whose stores are all in memory never loads it. */
+interface IoRedis {
+  readonly Redis: typeof Redis
+  readonly Cluster: typeof Cluster
+}
 
 /** The counter store could not be reached or did not answer in time; callers pick fail-open or 503. */
 export class StoreUnavailable extends Schema.TaggedError<StoreUnavailable>()("StoreUnavailable", {
@@ -71,7 +77,7 @@ export const clientCall = (
   const deadline = Duration.millis(deadlineMillis)
   return <A>(operation: string, run: () => Promise<A>) => {
     const call = Effect.tryPromise({ try: run, catch: (cause) => new StoreUnavailable({ operation, cause }) })
-    return client instanceof Cluster
+    return client.isCluster
       ? Effect.timeoutOrElse(call, {
           duration: deadline,
           orElse: () =>
@@ -92,11 +98,11 @@ export const clientCall = (
  * every slot served by a healthy master, and every master the client knows must answer `PING`.
  */
 export const pingClient = async (client: RedisClient): Promise<void> => {
-  if (!(client instanceof Cluster)) {
+  if (!client.isCluster) {
     await client.ping()
     return
   }
-  const masters = client.nodes("master")
+  const masters = (client as Cluster).nodes("master")
   if (masters.length === 0) throw new Error("no cluster master is known")
   const info = String(await masters[0]!.cluster("INFO"))
   if (!/^cluster_state:ok\s*$/m.test(info)) throw new Error("cluster state is not ok")
@@ -191,7 +197,7 @@ const clusterAuth = (url: string) => {
  * connect and commands): a `Redis`, or with `nodes` a `Cluster` routing each key by its slot,
  * following MOVED/ASK, writing to masters only, reconnecting in the background.
  */
-const makeClient = (options: RedisCounterStoreOptions, url: string): RedisClient => {
+const makeClient = ({ Cluster, Redis }: IoRedis, options: RedisCounterStoreOptions, url: string): RedisClient => {
   const connectTimeout = options.connectTimeoutMillis ?? defaultConnectTimeoutMillis
   const common = {
     connectionName: options.connectionName ?? "svc-counter-store",
@@ -251,7 +257,12 @@ const nodeOptions = (options: RedisCounterStoreOptions, url: string) => {
  * to refresh slots cache" after a node's TLS or authentication failure, so one plain connection
  * to the seed, with the same options, names it.
  */
-const probeSeed = async (options: RedisCounterStoreOptions, url: string, secrets: ReadonlyArray<string>) => {
+const probeSeed = async (
+  { Redis }: IoRedis,
+  options: RedisCounterStoreOptions,
+  url: string,
+  secrets: ReadonlyArray<string>
+) => {
   const seed = options.nodes?.[0]
   if (seed === undefined) return undefined
   let reason: string | undefined
@@ -294,7 +305,8 @@ export const connectRedis = (options: RedisCounterStoreOptions, context: Context
   let client: RedisClient | undefined
   const connect = Effect.tryPromise({
     try: async () => {
-      const connecting = makeClient(options, url)
+      const ioredis = await import("ioredis")
+      const connecting = makeClient(ioredis, options, url)
       client = connecting
       const onError = (error: Error) => {
         const line = describeRedisError(error, secrets)
@@ -304,15 +316,15 @@ export const connectRedis = (options: RedisCounterStoreOptions, context: Context
         Effect.runForkWith(context)(Effect.logWarning("counter store connection error", line))
       }
       connecting.on("error", onError)
-      if (connecting instanceof Cluster) connecting.on("node error", onError)
+      if (connecting.isCluster) connecting.on("node error", onError)
       connecting.on("ready", () => {
         lastError = undefined
       })
       try {
         await connecting.connect()
       } catch (cause) {
-        if (connecting instanceof Cluster && (lastError === undefined || genericErrors.has(lastError))) {
-          lastError = (await probeSeed(options, url, secrets)) ?? lastError
+        if (connecting.isCluster && (lastError === undefined || genericErrors.has(lastError))) {
+          lastError = (await probeSeed(ioredis, options, url, secrets)) ?? lastError
         }
         throw cause
       }
