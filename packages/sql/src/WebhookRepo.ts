@@ -71,7 +71,7 @@ const DueRowSchema = Schema.Struct({
   namespace: Schema.String,
   messageId: Schema.String,
   eventType: Schema.String,
-  eventSeq: Schema.Union([Schema.String, Schema.Number]),
+  eventSeq: Schema.Unknown,
   eventData: Schema.Record(Schema.String, Schema.Unknown),
   eventCreatedAt: Schema.Date,
   attempts: Schema.Number,
@@ -90,7 +90,7 @@ const SubscriptionRow = Schema.Struct({
 const decodeSubscriptions = Schema.decodeUnknownEffect(Schema.Array(SubscriptionRow))
 
 const EventRow = Schema.Struct({
-  seq: Schema.Union([Schema.String, Schema.Number]),
+  seq: Schema.Unknown,
   type: Schema.String,
   namespace: Schema.String,
   labels: Schema.Record(Schema.String, Schema.String),

@@ -79,7 +79,11 @@ export class Webhooks extends Context.Service<
     readonly create: (actor: AuthenticatedActor, body: CreateWebhook) => Effect.Effect<WebhookWithSecret, ResourceError>
     readonly list: (actor: AuthenticatedActor, query: ListRequest) => Effect.Effect<ListPage<Webhook>, BadRequest>
     readonly get: (actor: AuthenticatedActor, id: string) => Effect.Effect<Webhook, ResourceError>
-    readonly update: (actor: AuthenticatedActor, id: string, body: UpdateWebhook) => Effect.Effect<Webhook, ResourceError>
+    readonly update: (
+      actor: AuthenticatedActor,
+      id: string,
+      body: UpdateWebhook
+    ) => Effect.Effect<Webhook, ResourceError>
     readonly remove: (actor: AuthenticatedActor, id: string) => Effect.Effect<void, ResourceError>
     readonly rotateSecret: (actor: AuthenticatedActor, id: string) => Effect.Effect<WebhookWithSecret, ResourceError>
     readonly test: (

@@ -1,0 +1,279 @@
+/**
+ * Webhooks to the host (issue 34; API-CONVENTIONS "Webhooks to the host"), black-box on the
+ * embedded default: a loopback receiver verifies every request with the independent
+ * `standardwebhooks` package. Events come from the real flows that cause them; endpoints filter
+ * by event type, namespace subtree and label selector; another namespace's actor sees nothing;
+ * a receiver answering 500 twice then 200 gets the same webhook-id three times and the log shows
+ * the attempts; the secret is shown only on create and rotation and later attempts use the new
+ * one; 20 undelivered events survive a SIGKILL and are delivered after the restart.
+ * Retry waits are shortened with `webhooks.retry_schedule` (no test sleeps a schedule).
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { eventually, expectStatus, launch, type PageBody, rand, resources, type Svc } from "../support/Api.ts"
+import { startWebhookReceiver, type WebhookReceiver } from "../support/WebhookReceiver.ts"
+
+interface WebhookBody {
+  readonly id: string
+  readonly namespace: string
+  readonly url: string
+  readonly events: ReadonlyArray<string>
+  readonly label_selector: string | null
+  readonly state: string
+  readonly secret?: string
+}
+
+interface DeliveryBody {
+  readonly id: string
+  readonly event_type: string
+  readonly webhook_id: string
+  readonly state: string
+  readonly attempts: number
+  readonly last_status_code: number | null
+  readonly last_error: string | null
+}
+
+let svc: Svc
+let receiver: WebhookReceiver
+
+beforeAll(async () => {
+  receiver = await startWebhookReceiver()
+  svc = await launch("svc-webhooks-", {
+    env: {
+      SVC__outbound__allow_private_networks: "true",
+      SVC__webhooks__retry_schedule: "[300ms, 300ms, 300ms]",
+      SVC__webhooks__poll_interval: "100ms"
+    }
+  })
+}, 120_000)
+
+afterAll(async () => {
+  if (process.env.WEBHOOKS_TEST_DEBUG === "1") console.log(svc?.output())
+  await svc?.stop()
+  await receiver?.close()
+})
+
+/** Creates an endpoint for `path` and registers its secret with the receiver. */
+const endpoint = async (namespace: string, path: string, extra: Record<string, unknown> = {}, token?: string) => {
+  const created = expectStatus<WebhookBody>(
+    await svc.call<WebhookBody>("POST", "/api/v1/webhooks", {
+      body: { namespace, url: receiver.url(path), ...extra },
+      ...(token === undefined ? {} : { token })
+    }),
+    201
+  )
+  expect(created.secret).toMatch(/^whsec_[A-Za-z0-9+/]+=*$/)
+  receiver.secret(path, created.secret as string)
+  return created
+}
+
+const types = (path: string) => receiver.received(path).map((event) => event.payload.type)
+
+describe("webhooks", () => {
+  it("delivers signed connection and task events from the real flows, filtered by type, subtree and selector", async () => {
+    const r = resources(svc)
+    const ns = await r.freshNamespace("wh")
+    const child = (await r.namespace(`${ns}.team`)).path
+    const other = await r.freshNamespace("whother")
+    const all = `/all-${rand()}`
+    const onlyCreated = `/created-${rand()}`
+    const selected = `/selected-${rand()}`
+    const elsewhere = `/elsewhere-${rand()}`
+    await endpoint(ns, all)
+    await endpoint(ns, onlyCreated, { events: ["connection.created"] })
+    await endpoint(ns, selected, { label_selector: "tier=gold" })
+    await endpoint(other, elsewhere)
+
+    const connector = await r.publishedConnector(child)
+    const plain = await r.connection(connector.id, { name: "plain" })
+    const gold = await r.connection(connector.id, { name: "gold", labels: { tier: "gold" } })
+    const disconnect = expectStatus<{ task_id?: string; id?: string }>(
+      await svc.call("POST", `/api/v1/connections/${plain.id}/_disconnect`, { body: {} }),
+      202
+    )
+    expect(disconnect).toBeDefined()
+
+    const seen = await eventually(
+      async () => types(all),
+      (list) => list.filter((t) => t === "connection.created").length >= 2 && list.includes("task.completed")
+    )
+    expect(seen.filter((t) => t === "connection.created")).toHaveLength(2)
+    expect(seen).toContain("connection.configured")
+    expect(seen).toContain("connection.disconnected")
+    expect(seen).toContain("task.completed")
+
+    // Every request verified with the receiver's own library, `webhook-id` is a msg_ id.
+    for (const event of receiver.received(all)) {
+      expect(event.verifiedWith).toBe(0)
+      expect(event.webhookId).toMatch(/^msg_[a-z2-7]{26}$/)
+      expect(Math.abs(Number(event.timestamp) - Date.now() / 1000)).toBeLessThan(600)
+    }
+    const created = receiver.received(all).find((e) => e.payload.type === "connection.created")
+    expect(created?.payload.data).toMatchObject({
+      connection_id: expect.stringMatching(/^cxn_/),
+      namespace: child,
+      connector_id: connector.id
+    })
+    expect(typeof created?.payload.data.sequence).toBe("number")
+    const disconnected = receiver.received(all).find((e) => e.payload.type === "connection.disconnected")
+    expect(disconnected?.payload.data.connection_id).toBe(plain.id)
+
+    // Filters: event type; label selector; namespace subtree (the other namespace's endpoint gets nothing).
+    await eventually(
+      async () => types(onlyCreated).length,
+      (n) => n >= 2
+    )
+    expect(new Set(types(onlyCreated))).toEqual(new Set(["connection.created"]))
+    await eventually(
+      async () => types(selected),
+      (list) => list.includes("connection.configured")
+    )
+    for (const event of receiver.received(selected)) expect(event.payload.data.connection_id).toBe(gold.id)
+    expect(receiver.received(elsewhere)).toHaveLength(0)
+  }, 90_000)
+
+  it("retries a receiver answering 500 twice with the same webhook-id, and logs the attempts", async () => {
+    const r = resources(svc)
+    const ns = await r.freshNamespace("whretry")
+    const path = `/retry-${rand()}`
+    const hook = await endpoint(ns, path, { events: ["webhook.test"] })
+    receiver.script(path, [500, 500])
+    const sent = expectStatus<{ delivery_id: string; webhook_id: string }>(
+      await svc.call("POST", `/api/v1/webhooks/${hook.id}/_test`),
+      202
+    )
+    const log = await eventually(
+      async () =>
+        expectStatus<PageBody<DeliveryBody>>(
+          await svc.call<PageBody<DeliveryBody>>("GET", `/api/v1/webhooks/${hook.id}/deliveries`),
+          200
+        ),
+      (page) => page.items[0]?.state === "succeeded"
+    )
+    const requests = receiver.received(path)
+    expect(requests.map((e) => e.status)).toEqual([500, 500, 200])
+    expect(new Set(requests.map((e) => e.webhookId))).toEqual(new Set([sent.webhook_id]))
+    for (const event of requests) expect(event.verifiedWith).toBe(0)
+    expect(requests[0]?.payload.type).toBe("webhook.test")
+    expect(log.items[0]).toMatchObject({
+      id: sent.delivery_id,
+      event_type: "webhook.test",
+      webhook_id: sent.webhook_id,
+      state: "succeeded",
+      attempts: 3,
+      last_status_code: 200,
+      last_error: null
+    })
+
+    // Redelivery sends the same message again.
+    expectStatus(await svc.call("POST", `/api/v1/webhooks/${hook.id}/deliveries/${sent.delivery_id}/_redeliver`), 202)
+    await eventually(
+      async () => receiver.received(path).length,
+      (n) => n >= 4
+    )
+    expect(receiver.received(path)[3]?.webhookId).toBe(sent.webhook_id)
+  }, 60_000)
+
+  it("fails a delivery after the schedule, shows the secret only on create and rotation, signs with the new secret after rotation", async () => {
+    const r = resources(svc)
+    const ns = await r.freshNamespace("whrot")
+    const path = `/rotate-${rand()}`
+    const hook = await endpoint(ns, path, { events: ["webhook.test"] })
+    const read = expectStatus<WebhookBody>(await svc.call<WebhookBody>("GET", `/api/v1/webhooks/${hook.id}`), 200)
+    expect(read.secret).toBeUndefined()
+    const listed = expectStatus<PageBody<WebhookBody>>(
+      await svc.call<PageBody<WebhookBody>>("GET", `/api/v1/webhooks?namespace=${ns}`),
+      200
+    )
+    expect(listed.items.map((w) => w.id)).toEqual([hook.id])
+    expect(JSON.stringify(listed)).not.toContain(hook.secret as string)
+
+    receiver.answer(path, 503)
+    const failing = expectStatus<{ delivery_id: string }>(
+      await svc.call("POST", `/api/v1/webhooks/${hook.id}/_test`),
+      202
+    )
+    const failed = await eventually(
+      async () =>
+        expectStatus<PageBody<DeliveryBody>>(
+          await svc.call<PageBody<DeliveryBody>>("GET", `/api/v1/webhooks/${hook.id}/deliveries?state=failed`),
+          200
+        ),
+      (page) => page.items.length === 1
+    )
+    // One first attempt and the three retries of the schedule.
+    expect(failed.items[0]).toMatchObject({
+      id: failing.delivery_id,
+      state: "failed",
+      attempts: 4,
+      last_status_code: 503
+    })
+
+    const rotated = expectStatus<WebhookBody>(
+      await svc.call<WebhookBody>("POST", `/api/v1/webhooks/${hook.id}/_rotate_secret`),
+      200
+    )
+    expect(rotated.secret).not.toBe(hook.secret)
+    receiver.secret(path, rotated.secret as string)
+    receiver.answer(path, 200)
+    const before = receiver.received(path).length
+    await svc.call("POST", `/api/v1/webhooks/${hook.id}/_test`)
+    const after = await eventually(
+      async () => receiver.received(path),
+      (list) => list.length > before
+    )
+    // Index 1: verified with the rotated secret only.
+    expect(after[before]?.verifiedWith).toBe(1)
+  }, 60_000)
+
+  it("shows another namespace's actor nothing", async () => {
+    const r = resources(svc)
+    const ns = await r.freshNamespace("whacl")
+    const hook = await endpoint(ns, `/acl-${rand()}`)
+    const stranger = await r.freshNamespace("whstranger")
+    const actor = expectStatus<{ id: string; externalId: string }>(
+      await svc.call("POST", "/api/v1/actors", {
+        body: {
+          namespace: stranger,
+          externalId: `stranger-${rand()}`,
+          permissions: [{ namespace: `${stranger}.**`, resources: ["*"], verbs: ["*"] }]
+        }
+      }),
+      201
+    )
+    const token = await svc.sign(actor.externalId)
+    expect((await svc.call("GET", `/api/v1/webhooks/${hook.id}`, { token })).status).toBe(404)
+    expect((await svc.call("GET", `/api/v1/webhooks/${hook.id}/deliveries`, { token })).status).toBe(404)
+    expect((await svc.call("POST", `/api/v1/webhooks/${hook.id}/_test`, { token })).status).toBe(404)
+    const page = expectStatus<PageBody<WebhookBody>>(await svc.call("GET", "/api/v1/webhooks", { token }), 200)
+    expect(page.items).toHaveLength(0)
+  }, 30_000)
+
+  it("delivers 20 events left undelivered by a SIGKILL after the restart", async () => {
+    const r = resources(svc)
+    const ns = await r.freshNamespace("whkill")
+    const path = `/kill-${rand()}`
+    await endpoint(ns, path, { events: ["connection.created"] })
+    receiver.answer(path, 503)
+    const connector = await r.publishedConnector(ns)
+    const ids: Array<string> = []
+    for (let i = 0; i < 20; i++) ids.push((await r.connection(connector.id, { name: `c${i}` })).id)
+    const pid = svc.pid?.()
+    expect(pid).toBeDefined()
+    process.kill(pid as number, "SIGKILL")
+    receiver.answer(path, 200)
+    await svc.restart?.()
+    const delivered = await eventually(
+      async () =>
+        new Set(
+          receiver
+            .received(path)
+            .filter((e) => e.status === 200)
+            .map((e) => String(e.payload.data.connection_id))
+        ),
+      (set) => ids.every((id) => set.has(id)),
+      60_000
+    )
+    expect([...delivered].sort()).toEqual([...ids].sort())
+    for (const event of receiver.received(path)) expect(event.verifiedWith).toBe(0)
+  }, 180_000)
+})
