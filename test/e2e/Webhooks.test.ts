@@ -8,9 +8,37 @@
  * one; 20 undelivered events survive a SIGKILL and are delivered after the restart.
  * Retry waits are shortened with `webhooks.retry_schedule` (no test sleeps a schedule).
  */
+import { spawn } from "node:child_process"
+import * as fs from "node:fs/promises"
+import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { eventually, expectStatus, launch, type PageBody, rand, resources, type Svc } from "../support/Api.ts"
+import { tempDir } from "../support/SvcProcess.ts"
 import { startWebhookReceiver, type WebhookReceiver } from "../support/WebhookReceiver.ts"
+
+const cliBin = path.resolve(import.meta.dirname, "../../packages/cli/bin/cli")
+
+/** Runs `bin/cli <args> --apiUrl <api>` in the svc's directory (its admin token) to its end. */
+const cli = async (args: ReadonlyArray<string>) => {
+  const home = await tempDir("svc-webhooks-cli-")
+  const child = spawn(cliBin, [...args, "--apiUrl", `http://127.0.0.1:${svc.ports.api}`], {
+    cwd: svc.dir,
+    env: {
+      ...process.env,
+      HOME: home,
+      NO_COLOR: "1",
+      PATH: `${path.dirname(process.execPath)}${path.delimiter}${process.env.PATH ?? ""}`
+    }
+  })
+  let stdout = ""
+  let stderr = ""
+  child.stdout.on("data", (chunk) => (stdout += chunk))
+  child.stderr.on("data", (chunk) => (stderr += chunk))
+  child.stdin.end("")
+  const code = await new Promise<number | null>((resolve) => child.on("close", (exit) => resolve(exit)))
+  await fs.rm(home, { recursive: true, force: true })
+  return { code, stdout, stderr }
+}
 
 interface WebhookBody {
   readonly id: string
@@ -247,6 +275,61 @@ describe("webhooks", () => {
     const page = expectStatus<PageBody<WebhookBody>>(await svc.call("GET", "/api/v1/webhooks", { token }), 200)
     expect(page.items).toHaveLength(0)
   }, 30_000)
+
+  it("manages endpoints and deliveries with cli webhooks", async () => {
+    const r = resources(svc)
+    const ns = await r.freshNamespace("whcli")
+    const hookPath = `/cli-${rand()}`
+    const created = await cli([
+      "webhooks",
+      "create",
+      "--namespace",
+      ns,
+      "--url",
+      receiver.url(hookPath),
+      "--event",
+      "webhook.test",
+      "--event",
+      "connection.created"
+    ])
+    expect(created.stderr).toBe("")
+    expect(created.code).toBe(0)
+    const hook = JSON.parse(created.stdout) as WebhookBody
+    expect(hook.events).toEqual(["webhook.test", "connection.created"])
+    receiver.secret(hookPath, hook.secret as string)
+
+    const listed = await cli(["webhooks", "list", "--namespace", ns, "-o", "json"])
+    expect(listed.code).toBe(0)
+    const items = JSON.parse(listed.stdout) as Array<WebhookBody>
+    expect(items.map((w) => w.id)).toEqual([hook.id])
+    expect(listed.stdout).not.toContain(hook.secret as string)
+
+    const sent = JSON.parse((await cli(["webhooks", "test", hook.id])).stdout) as { delivery_id: string }
+    await eventually(
+      async () => receiver.received(hookPath).length,
+      (n) => n >= 1
+    )
+    const log = await eventually(
+      async () =>
+        JSON.parse((await cli(["webhooks", "deliveries", hook.id, "-o", "json"])).stdout) as Array<DeliveryBody>,
+      (list) => list[0]?.state === "succeeded"
+    )
+    expect(log[0]).toMatchObject({ id: sent.delivery_id, state: "succeeded", attempts: 1 })
+    const table = await cli(["webhooks", "deliveries", hook.id])
+    expect(table.stdout.split("\n")[0]).toMatch(/^ID\s+EVENT\s+WEBHOOK-ID\s+STATE\s+ATTEMPTS/)
+
+    const again = await cli(["webhooks", "redeliver", hook.id, sent.delivery_id])
+    expect(again.code).toBe(0)
+    await eventually(
+      async () => receiver.received(hookPath).length,
+      (n) => n >= 2
+    )
+    expect(new Set(receiver.received(hookPath).map((e) => e.webhookId)).size).toBe(1)
+    for (const event of receiver.received(hookPath)) expect(event.verifiedWith).toBe(0)
+
+    expect((await cli(["webhooks", "delete", hook.id])).code).toBe(0)
+    expect((await svc.call("GET", `/api/v1/webhooks/${hook.id}`)).status).toBe(404)
+  }, 90_000)
 
   it("delivers 20 events left undelivered by a SIGKILL after the restart", async () => {
     const r = resources(svc)
