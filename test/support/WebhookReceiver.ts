@@ -17,6 +17,8 @@ export interface ReceivedEvent {
   /** The secret (by index in the path's list) that verified it, or -1 when none did. */
   readonly verifiedWith: number
   readonly status: number
+  /** The sender's TCP port (to find which process sent it). */
+  readonly remotePort: number
 }
 
 export interface WebhookReceiver {
@@ -27,6 +29,10 @@ export interface WebhookReceiver {
   readonly script: (path: string, statuses: ReadonlyArray<number>) => void
   /** Every later request on `path` gets `status` (until `script`/`answer` again). */
   readonly answer: (path: string, status: number) => void
+  /** Holds every later answer on `path` for `ms` (requests stay in flight meanwhile). */
+  readonly delay: (path: string, ms: number) => void
+  /** Requests received and not yet answered, with the sender's TCP port. */
+  readonly inFlight: () => ReadonlyArray<{ readonly path: string; readonly remotePort: number }>
   readonly received: (path?: string) => ReadonlyArray<ReceivedEvent>
   readonly close: () => Promise<void>
 }
@@ -36,6 +42,8 @@ export const startWebhookReceiver = async (): Promise<WebhookReceiver> => {
   const scripts = new Map<string, Array<number>>()
   const fixed = new Map<string, number>()
   const events: Array<ReceivedEvent> = []
+  const delays = new Map<string, number>()
+  const pending = new Set<{ readonly path: string; readonly remotePort: number }>()
   const server = http.createServer((req, res) => {
     const chunks: Array<Buffer> = []
     req.on("data", (chunk: Buffer) => chunks.push(chunk))
@@ -63,17 +71,30 @@ export const startWebhookReceiver = async (): Promise<WebhookReceiver> => {
       } catch {
         payload = { type: "unparsable", timestamp: "", data: {} }
       }
-      events.push({
-        path,
-        webhookId: headers["webhook-id"],
-        timestamp: headers["webhook-timestamp"],
-        signature: headers["webhook-signature"],
-        body,
-        payload,
-        verifiedWith,
-        status
-      })
-      res.writeHead(status, { "content-type": "text/plain" }).end(status < 300 ? "ok" : "no")
+      const remotePort = req.socket.remotePort ?? 0
+      const answer = () => {
+        events.push({
+          path,
+          webhookId: headers["webhook-id"],
+          timestamp: headers["webhook-timestamp"],
+          signature: headers["webhook-signature"],
+          body,
+          payload,
+          verifiedWith,
+          status,
+          remotePort
+        })
+        res.writeHead(status, { "content-type": "text/plain" }).end(status < 300 ? "ok" : "no")
+      }
+      const wait = delays.get(path) ?? 0
+      if (wait === 0) return answer()
+      const entry = { path, remotePort }
+      pending.add(entry)
+      setTimeout(() => {
+        pending.delete(entry)
+        // A sender killed meanwhile gets no answer and the request is not counted as received.
+        if (!req.socket.destroyed) answer()
+      }, wait)
     })
   })
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
@@ -86,6 +107,8 @@ export const startWebhookReceiver = async (): Promise<WebhookReceiver> => {
       scripts.delete(path)
       fixed.set(path, status)
     },
+    delay: (path, ms) => delays.set(path, ms),
+    inFlight: () => [...pending],
     received: (path) => events.filter((event) => path === undefined || event.path === path),
     close: () =>
       new Promise<void>((resolve) => {
