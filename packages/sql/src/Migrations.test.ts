@@ -75,7 +75,10 @@ for (const [backend, db] of TestDatabase.backends) {
             "request_events",
             "resource_snapshots",
             "schema_migrations",
-            "tasks"
+            "tasks",
+            "webhook_deliveries",
+            "webhook_events",
+            "webhooks"
           ]
         )
       })
