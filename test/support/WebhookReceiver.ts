@@ -19,6 +19,8 @@ export interface ReceivedEvent {
   readonly status: number
   /** The sender's TCP port (to find which process sent it). */
   readonly remotePort: number
+  /** `performance.now()` when it was answered. */
+  readonly receivedAtMs: number
 }
 
 export interface WebhookReceiver {
@@ -82,7 +84,8 @@ export const startWebhookReceiver = async (): Promise<WebhookReceiver> => {
           payload,
           verifiedWith,
           status,
-          remotePort
+          remotePort,
+          receivedAtMs: performance.now()
         })
         res.writeHead(status, { "content-type": "text/plain" }).end(status < 300 ? "ok" : "no")
       }

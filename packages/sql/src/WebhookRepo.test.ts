@@ -187,15 +187,15 @@ for (const [backend, db] of TestDatabase.backends) {
         yield* connector(cxr("claim"), "root.claim")
         for (let i = 0; i < 6; i++) yield* connection(cxn(`claim${i}`), cxr("claim"), "root.claim")
         while ((yield* webhooks.fanOut(100, at(10), ids)) > 0) {}
-        const first = yield* webhooks.claimDue(at(11), at(21), 100, 2, [])
+        const first = yield* webhooks.claimDue(at(11), at(21), 100, 2, {})
         const per = (list: ReadonlyArray<{ webhookId: string }>, id: string) =>
           list.filter((d) => d.webhookId === id).length
         assert.strictEqual(per(first, "wh_slow"), 2)
         assert.strictEqual(per(first, "wh_fast"), 2)
-        // Leased rows are not claimed again before the lease ends; a busy endpoint is skipped.
-        const second = yield* webhooks.claimDue(at(12), at(22), 100, 2, ["wh_slow"])
+        // Leased rows are not claimed again before the lease ends; what is in flight counts against the bound.
+        const second = yield* webhooks.claimDue(at(12), at(22), 100, 3, { wh_slow: 3, wh_fast: 2 })
         assert.strictEqual(per(second, "wh_slow"), 0)
-        assert.strictEqual(per(second, "wh_fast"), 2)
+        assert.strictEqual(per(second, "wh_fast"), 1)
         const fast = first.find((d) => d.webhookId === "wh_fast")
         assert.isDefined(fast)
         yield* webhooks.recordAttempt(
@@ -210,8 +210,9 @@ for (const [backend, db] of TestDatabase.backends) {
         assert.strictEqual(row?.attempts, 1)
         assert.strictEqual(row?.lastStatusCode, 500)
         // After the lease of the first claim ends, its unrecorded rows are due again.
-        const third = yield* webhooks.claimDue(at(30), at(40), 100, 10, [])
+        const third = yield* webhooks.claimDue(at(30), at(40), 100, 10, {})
         assert.strictEqual(per(third, "wh_slow"), 6)
+        assert.strictEqual(per(third, "wh_fast"), 5)
         assert.isFalse(third.some((d) => d.id === fast!.id))
         yield* webhooks.recordAttempt(fast!.id, { _tag: "Succeeded", statusCode: 204 }, at(31))
         const done = (yield* webhooks.find("wh_fast", fast!.id))!

@@ -113,15 +113,15 @@ export class WebhookRepo extends Context.Service<
      */
     readonly fanOut: (limit: number, now: Date, ids: () => DeliveryIds) => Effect.Effect<number, SqlError>
     /**
-     * Leases up to `limit` due pending deliveries until `leaseUntil`, soonest first, skipping the
-     * endpoints in `busy` and taking at most `perEndpoint` of one endpoint.
+     * Leases up to `limit` due pending deliveries until `leaseUntil`, soonest first, so that no
+     * endpoint has more than `perEndpoint` in flight counting the caller's `inFlight` (by endpoint id).
      */
     readonly claimDue: (
       now: Date,
       leaseUntil: Date,
       limit: number,
       perEndpoint: number,
-      busy: ReadonlyArray<string>
+      inFlight: Readonly<Record<string, number>>
     ) => Effect.Effect<ReadonlyArray<DueDelivery>, SqlError>
     /** Records an attempt and releases the lease; the endpoint's failing-since clock follows the outcome. */
     readonly recordAttempt: (id: string, outcome: AttemptOutcome, now: Date) => Effect.Effect<void, SqlError>
@@ -216,8 +216,11 @@ export class WebhookRepo extends Context.Service<
         leaseUntil: Date,
         limit: number,
         perEndpoint: number,
-        busy: ReadonlyArray<string>
+        inFlight: Readonly<Record<string, number>>
       ) {
+        const busy = Object.entries(inFlight)
+          .filter(([, n]) => n >= perEndpoint)
+          .map(([id]) => id)
         const rows = yield* sql`
           WITH candidates AS (
             SELECT d.id, d.webhook_id, d.next_attempt_at FROM webhook_deliveries d
@@ -230,7 +233,8 @@ export class WebhookRepo extends Context.Service<
           ),
           ranked AS (
             SELECT id, next_attempt_at,
-              row_number() OVER (PARTITION BY webhook_id ORDER BY next_attempt_at, id) AS n
+              row_number() OVER (PARTITION BY webhook_id ORDER BY next_attempt_at, id)
+                + coalesce((${jsonb(inFlight)}::jsonb ->> webhook_id)::int, 0) AS n
             FROM candidates
           ),
           chosen AS (

@@ -11,7 +11,7 @@ import { createHmac } from "node:crypto"
 import { makeId } from "@svc/domain/Ids"
 import { signedContent } from "@svc/domain/Webhook"
 import { type AttemptOutcome, type DueDelivery, WebhookRepo } from "@svc/sql/WebhookRepo"
-import { Clock, Context, Effect, FiberSet, Layer } from "effect"
+import { Clock, Context, Effect, FiberSet, Layer, Queue } from "effect"
 import { SvcConfig } from "../config/SvcConfig.ts"
 import { Encryption } from "../crypto/Encryption.ts"
 import { Outbound } from "../outbound/Outbound.ts"
@@ -140,18 +140,24 @@ export class WebhookDelivery extends Context.Service<
 
         const run = Effect.gen(function* () {
           const fibers = yield* FiberSet.make<void>()
+          // An attempt that ends wakes the loop: its endpoint has room again.
+          const wake = yield* Queue.sliding<void>(1)
           const inFlight = new Map<string, number>()
           let total = 0
           let lastPurge = 0
+          let lastDisableCheck = 0
           const leaseMs = config.timeoutMs + 5_000
           const pass = Effect.gen(function* () {
             const now = yield* nowDate
             const fanned = yield* repo.fanOut(fanOutBatch, now, () => ({ id: makeId("whd"), messageId: makeId("msg") }))
-            const disabled = yield* repo.disableFailing(new Date(now.getTime() - config.disableAfterMs), now)
-            for (const endpoint of disabled) {
-              yield* Effect.logWarning("webhook endpoint disabled after failing for webhooks.disable_after").pipe(
-                Effect.annotateLogs({ webhookId: endpoint.id, namespace: endpoint.namespace })
-              )
+            if (now.getTime() - lastDisableCheck >= Math.min(60_000, config.pollIntervalMs * 10)) {
+              lastDisableCheck = now.getTime()
+              const disabled = yield* repo.disableFailing(new Date(now.getTime() - config.disableAfterMs), now)
+              for (const endpoint of disabled) {
+                yield* Effect.logWarning("webhook endpoint disabled after failing for webhooks.disable_after").pipe(
+                  Effect.annotateLogs({ webhookId: endpoint.id, namespace: endpoint.namespace })
+                )
+              }
             }
             if (now.getTime() - lastPurge > 60 * 60 * 1000) {
               lastPurge = now.getTime()
@@ -159,14 +165,13 @@ export class WebhookDelivery extends Context.Service<
             }
             const room = maxInFlight - total
             if (room <= 0) return fanned
-            // An endpoint with attempts in flight waits for them: one slow receiver holds back only itself.
-            const busy = [...inFlight.keys()]
+            // At most `concurrencyPerEndpoint` per endpoint: one slow receiver holds back only itself.
             const claimed = yield* repo.claimDue(
               now,
               new Date(now.getTime() + leaseMs),
               room,
               config.concurrencyPerEndpoint,
-              busy
+              Object.fromEntries(inFlight)
             )
             for (const delivery of claimed) {
               inFlight.set(delivery.webhookId, (inFlight.get(delivery.webhookId) ?? 0) + 1)
@@ -180,6 +185,7 @@ export class WebhookDelivery extends Context.Service<
                       const left = (inFlight.get(delivery.webhookId) ?? 1) - 1
                       if (left === 0) inFlight.delete(delivery.webhookId)
                       else inFlight.set(delivery.webhookId, left)
+                      Queue.offerUnsafe(wake, undefined)
                     })
                   )
                 )
@@ -192,7 +198,11 @@ export class WebhookDelivery extends Context.Service<
               Effect.catchCause((cause) =>
                 Effect.as(Effect.logWarning("webhook delivery pass failed; retrying", cause), 0)
               ),
-              Effect.flatMap((work) => Effect.sleep(work > 0 ? 20 : config.pollIntervalMs))
+              Effect.flatMap((work) =>
+                work > 0
+                  ? Effect.yieldNow
+                  : Effect.asVoid(Effect.timeoutOption(Queue.take(wake), config.pollIntervalMs))
+              )
             )
           )
         }).pipe(Effect.scoped)
