@@ -14,6 +14,7 @@ import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { eventually, expectStatus, launch, type PageBody, rand, resources, type Svc } from "../support/Api.ts"
 import { tempDir } from "../support/SvcProcess.ts"
+import { startUpstream, type Upstream } from "../support/Upstream.ts"
 import { startWebhookReceiver, type WebhookReceiver } from "../support/WebhookReceiver.ts"
 
 const cliBin = path.resolve(import.meta.dirname, "../../packages/cli/bin/cli")
@@ -62,9 +63,13 @@ interface DeliveryBody {
 
 let svc: Svc
 let receiver: WebhookReceiver
+let upstream: Upstream
 
 beforeAll(async () => {
   receiver = await startWebhookReceiver()
+  upstream = await startUpstream()
+  upstream.route("/", () => ({ status: 200, headers: { "content-type": "application/json" }, body: "{}" }))
+  upstream.route("/slow-down", () => ({ status: 429, headers: { "retry-after": "30" }, body: "slow down" }))
   svc = await launch("svc-webhooks-", {
     env: {
       SVC__outbound__allow_private_networks: "true",
@@ -78,6 +83,7 @@ afterAll(async () => {
   if (process.env.WEBHOOKS_TEST_DEBUG === "1") console.log(svc?.output())
   await svc?.stop()
   await receiver?.close()
+  await upstream?.close()
 })
 
 /** Creates an endpoint for `path` and registers its secret with the receiver. */
@@ -158,6 +164,141 @@ describe("webhooks", () => {
     for (const event of receiver.received(selected)) expect(event.payload.data.connection_id).toBe(gold.id)
     expect(receiver.received(elsewhere)).toHaveLength(0)
   }, 90_000)
+
+  it("reports migrations, required actions, failed tasks and cool-downs from their real flows", async () => {
+    const r = resources(svc)
+    const ns = await r.freshNamespace("whflow")
+    const hookPath = `/flow-${rand()}`
+    await endpoint(ns, hookPath)
+    const form = (properties: Record<string, unknown>, required: ReadonlyArray<string> = []) => ({
+      type: "object",
+      properties,
+      required,
+      additionalProperties: false
+    })
+    const def = (extra: { configureRequired?: ReadonlyArray<string>; preconnectRequired?: boolean; up?: string }) => ({
+      type: "demo",
+      auth: { type: "none" },
+      proxy: { allowed_hosts: [`127.0.0.1:${upstream.port}`], allow_private_networks: true },
+      setup_flow: {
+        ...(extra.preconnectRequired === true
+          ? { preconnect: { steps: [{ id: "pre", json_schema: form({ tenant: { type: "string" } }, ["tenant"]) }] } }
+          : {}),
+        configure: {
+          steps: [
+            {
+              id: "basics",
+              json_schema: form({ host: { type: "string" }, workspace: { type: "string" } }, extra.configureRequired)
+            }
+          ]
+        }
+      },
+      ...(extra.up === undefined ? {} : { migrations: { up: { javascript: extra.up } } })
+    })
+    const addVersion = async (connectorId: string, definition: unknown) => {
+      const version = expectStatus<{ version: number }>(
+        await svc.call("POST", `/api/v1/connectors/${connectorId}/versions`, { body: { definition } }),
+        201
+      )
+      await r.publish(connectorId, version.version)
+      return version.version
+    }
+    const migrate = async (connectionId: string, target: number) => {
+      const handle = expectStatus<{ task_id: string }>(
+        await svc.call("POST", `/api/v1/connections/${connectionId}/_migrate_version`, {
+          body: { target_version: target, timeout_seconds: 60 }
+        }),
+        202
+      )
+      const task = await eventually(
+        async () => expectStatus<{ state: string }>(await svc.call("GET", `/api/v1/tasks/${handle.task_id}`), 200),
+        (t) => t.state !== "active"
+      )
+      return { taskId: handle.task_id, state: task.state }
+    }
+    const eventsOf = (connectionId: string) =>
+      receiver
+        .received(hookPath)
+        .filter((e) => e.payload.data.connection_id === connectionId)
+        .map((e) => e.payload)
+
+    // A migration that needs new consent: migrated, unhealthy, re-authorization required, task completed.
+    const reauthConnector = expectStatus<{ id: string }>(
+      await svc.call("POST", "/api/v1/connectors", { body: { namespace: ns, definition: def({}) } }),
+      201
+    ).id
+    await r.publish(reauthConnector, 1)
+    const reauth = await r.connection(reauthConnector, { configuration: { host: "h" } })
+    await addVersion(reauthConnector, def({ preconnectRequired: true, configureRequired: ["workspace"] }))
+    const reauthRun = await migrate(reauth.id, 2)
+    expect(reauthRun.state).toBe("completed")
+
+    // A migration that needs setup input: setup required.
+    const setupConnector = expectStatus<{ id: string }>(
+      await svc.call("POST", "/api/v1/connectors", { body: { namespace: ns, definition: def({}) } }),
+      201
+    ).id
+    await r.publish(setupConnector, 1)
+    const setup = await r.connection(setupConnector, { configuration: { host: "h" } })
+    await addVersion(setupConnector, def({ configureRequired: ["workspace"] }))
+    expect((await migrate(setup.id, 2)).state).toBe("completed")
+
+    // A migration whose hook throws: task failed.
+    const failConnector = expectStatus<{ id: string }>(
+      await svc.call("POST", "/api/v1/connectors", { body: { namespace: ns, definition: def({}) } }),
+      201
+    ).id
+    await r.publish(failConnector, 1)
+    const failing = await r.connection(failConnector, { configuration: { host: "h" } })
+    await addVersion(failConnector, def({ up: `(() => { throw new TypeError("no way") })()` }))
+    const failedRun = await migrate(failing.id, 2)
+    expect(failedRun.state).toBe("failed")
+
+    // An upstream 429 starts the connection's cool-down.
+    const proxied = await fetch(`http://127.0.0.1:${svc.ports.api}/api/v1/connections/${setup.id}/_proxy`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${svc.adminToken}`, "content-type": "application/json" },
+      body: JSON.stringify({ url: `${upstream.origin}/slow-down`, method: "GET" })
+    })
+    expect(proxied.status).toBe(200)
+
+    await eventually(
+      async () => [...eventsOf(reauth.id), ...eventsOf(setup.id), ...eventsOf(failing.id)].map((e) => e.type),
+      (types) =>
+        ["connection.reauthorization_required", "connection.setup_required", "connection.cool_down_started"].every(
+          (t) => types.includes(t)
+        ) &&
+        types.filter((t) => t === "task.completed").length >= 2 &&
+        types.includes("task.failed")
+    )
+    const reauthEvents = eventsOf(reauth.id)
+    expect(reauthEvents.find((e) => e.type === "connection.migrated")?.data).toMatchObject({
+      connection_id: reauth.id,
+      namespace: ns,
+      connector_id: reauthConnector,
+      source_version: 1,
+      target_version: 2
+    })
+    expect(reauthEvents.find((e) => e.type === "connection.health_changed")?.data).toMatchObject({
+      health_state: "unhealthy",
+      previous: "healthy"
+    })
+    expect(reauthEvents.map((e) => e.type)).toContain("connection.reauthorization_required")
+    expect(reauthEvents.find((e) => e.type === "task.completed")?.data).toMatchObject({
+      task_id: reauthRun.taskId,
+      task_type: "migrate_version"
+    })
+    expect(eventsOf(setup.id).map((e) => e.type)).toContain("connection.setup_required")
+    const coolDown = eventsOf(setup.id).find((e) => e.type === "connection.cool_down_started")
+    expect(Date.parse(String(coolDown?.data.until))).toBeGreaterThan(Date.now())
+    const failed = eventsOf(failing.id).find((e) => e.type === "task.failed")
+    expect(failed?.data).toMatchObject({ task_id: failedRun.taskId, connection_id: failing.id })
+    expect(eventsOf(failing.id).map((e) => e.type)).not.toContain("connection.migrated")
+    // Per connection, the sequence numbers grow with the order of the changes.
+    const sequences = reauthEvents.map((e) => Number(e.data.sequence)).sort((a, b) => a - b)
+    expect(new Set(sequences).size).toBe(sequences.length)
+    for (const event of receiver.received(hookPath)) expect(event.verifiedWith).toBe(0)
+  }, 120_000)
 
   it("retries a receiver answering 500 twice with the same webhook-id, and logs the attempts", async () => {
     const r = resources(svc)
