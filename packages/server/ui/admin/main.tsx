@@ -1,7 +1,7 @@
 /**
  * The admin UI (docs/ui.md) on the admin-api: sign-in (a signed login URL, the host's
  * `admin_api.ui.initiate_session_url`, or a pasted admin token), then search, namespaces,
- * connectors, connections, rate limits, request events and metrics, one screen per `#/…` route.
+ * connectors, connections, rate limits, webhooks, request events and metrics, one screen per `#/…` route.
  */
 import type { SearchHit } from "@svc/domain/http/SearchApi"
 import { render } from "preact"
@@ -13,6 +13,7 @@ import { EventsView } from "./Events.tsx"
 import { MetricsView } from "./Metrics.tsx"
 import { RateLimitsView } from "./RateLimits.tsx"
 import { ConnectionsView, ConnectorsView, NamespacesView } from "./Resources.tsx"
+import { WebhooksView } from "./Webhooks.tsx"
 
 interface AdminSession {
   readonly actorId: string
@@ -113,7 +114,7 @@ const SearchView = () => {
           <label for="search-type">Resource type</label>
           <select id="search-type" value={type} onChange={(e) => setType(e.currentTarget.value)}>
             <option value="">any</option>
-            {["namespaces", "actors", "connectors", "connections", "keys", "rate-limits"].map((t) => (
+            {["namespaces", "actors", "connectors", "connections", "keys", "rate-limits", "webhooks"].map((t) => (
               <option key={t} value={t}>
                 {t}
               </option>
@@ -163,6 +164,7 @@ const screens = {
   connectors: { title: "Connectors", view: ConnectorsView },
   connections: { title: "Connections", view: ConnectionsView },
   "rate-limits": { title: "Rate limits", view: RateLimitsView },
+  webhooks: { title: "Webhooks", view: WebhooksView },
   events: { title: "Request events", view: EventsView },
   metrics: { title: "Metrics", view: MetricsView }
 } as const
