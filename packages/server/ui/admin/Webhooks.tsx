@@ -79,7 +79,7 @@ const Deliveries = (props: { readonly webhook: Webhook }) => {
     }
   }
   return (
-    <div class="svc-card" aria-label={`Deliveries of ${props.webhook.name}`}>
+    <section class="svc-card" aria-label={`Deliveries of ${props.webhook.name}`}>
       <div class="svc-row">
         <h2>Deliveries of {props.webhook.name}</h2>
         <span class="svc-spacer" />
@@ -136,7 +136,7 @@ const Deliveries = (props: { readonly webhook: Webhook }) => {
           ))}
         </tbody>
       </table>
-    </div>
+    </section>
   )
 }
 
