@@ -152,6 +152,16 @@ export class WebhookRepo extends Context.Service<
       ids: DeliveryIds,
       now: Date
     ) => Effect.Effect<void, SqlError>
+    /** Live endpoints' sealed secrets with id greater than `afterId`, by id (the re-encryption sweep). */
+    readonly secretsPage: (
+      afterId: string | undefined,
+      limit: number
+    ) => Effect.Effect<
+      ReadonlyArray<{ readonly id: string; readonly namespace: string; readonly secretEnc: string }>,
+      SqlError
+    >
+    /** Compare-and-swap of an endpoint's sealed secret; false when it changed meanwhile (a rotation). */
+    readonly swapSecret: (id: string, expected: string, next: string) => Effect.Effect<boolean, SqlError>
     /** Deletes finished deliveries and dispatched events older than `before`. */
     readonly purge: (before: Date) => Effect.Effect<void, SqlError>
   }
@@ -374,7 +384,23 @@ export class WebhookRepo extends Context.Service<
             AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_seq = e.seq)`
       })
 
+      const secretsPage = Effect.fn("WebhookRepo.secretsPage")(function* (afterId: string | undefined, limit: number) {
+        return yield* sql<{ id: string; namespace: string; secretEnc: string }>`
+          SELECT id, namespace, secret_enc FROM webhooks
+          WHERE deleted_at IS NULL ${afterId === undefined ? sql`` : sql`AND id > ${afterId}`}
+          ORDER BY id LIMIT ${limit}`
+      })
+
+      const swapSecret = Effect.fn("WebhookRepo.swapSecret")(function* (id: string, expected: string, next: string) {
+        const rows = yield* sql`
+          UPDATE webhooks SET secret_enc = ${next}
+          WHERE id = ${id} AND deleted_at IS NULL AND secret_enc = ${expected} RETURNING 1 AS swapped`
+        return rows.length > 0
+      })
+
       return WebhookRepo.of({
+        secretsPage,
+        swapSecret,
         fanOut,
         claimDue,
         recordAttempt,
