@@ -220,6 +220,18 @@ for (const [backend, db] of TestDatabase.backends) {
         assert.strictEqual(done.attempts, 2)
         // The endpoint failed once then succeeded: its failure clock is clear, it is not disabled.
         assert.deepStrictEqual(yield* webhooks.disableFailing(at(1000), at(1000)), [])
+        // A disabled endpoint's pending deliveries are not claimed (and do not crowd out the others).
+        yield* webhooks.recordAttempt(
+          third.find((d) => d.webhookId === "wh_slow")!.id,
+          { _tag: "Failed", statusCode: 500, error: "HTTP 500", retryAt: at(50) },
+          at(32)
+        )
+        assert.deepStrictEqual(yield* webhooks.disableFailing(at(32), at(33)), [
+          { id: "wh_slow", namespace: "root.claim" }
+        ])
+        const fourth = yield* webhooks.claimDue(at(60), at(70), 1, 10, {})
+        assert.strictEqual(per(fourth, "wh_slow"), 0)
+        assert.strictEqual(per(fourth, "wh_fast"), 1)
       })
     )
   })

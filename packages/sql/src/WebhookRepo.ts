@@ -234,12 +234,13 @@ export class WebhookRepo extends Context.Service<
         const rows = yield* sql`
           WITH candidates AS (
             SELECT d.id, d.webhook_id, d.next_attempt_at FROM webhook_deliveries d
+            JOIN webhooks w ON w.id = d.webhook_id AND w.deleted_at IS NULL AND w.state = 'enabled'
             WHERE d.state = 'pending' AND d.next_attempt_at <= ${now}
               AND (d.lease_until IS NULL OR d.lease_until <= ${now})
               ${busy.length === 0 ? sql`` : sql`AND d.webhook_id NOT IN ${sql.in(busy)}`}
             ORDER BY d.next_attempt_at, d.id
             LIMIT ${limit * 4}
-            FOR UPDATE SKIP LOCKED
+            FOR UPDATE OF d SKIP LOCKED
           ),
           ranked AS (
             SELECT id, next_attempt_at,
@@ -379,6 +380,10 @@ export class WebhookRepo extends Context.Service<
 
       const purge = Effect.fn("WebhookRepo.purge")(function* (before: Date) {
         yield* sql`DELETE FROM webhook_deliveries WHERE state <> 'pending' AND updated_at < ${before}`
+        // A deleted endpoint's deliveries are never sent.
+        yield* sql`
+          DELETE FROM webhook_deliveries d USING webhooks w
+          WHERE w.id = d.webhook_id AND w.deleted_at IS NOT NULL AND w.deleted_at < ${before}`
         yield* sql`
           DELETE FROM webhook_events e WHERE e.dispatched_at IS NOT NULL AND e.created_at < ${before}
             AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_seq = e.seq)`
