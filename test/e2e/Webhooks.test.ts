@@ -5,7 +5,9 @@
  * by event type, namespace subtree and label selector; another namespace's actor sees nothing;
  * a receiver answering 500 twice then 200 gets the same webhook-id three times and the log shows
  * the attempts; the secret is shown only on create and rotation and later attempts use the new
- * one; 20 undelivered events survive a SIGKILL and are delivered after the restart.
+ * one; one endpoint's attempts in flight are bounded and a slow receiver does not hold another
+ * endpoint back; the cli manages endpoints; 20 undelivered events survive a SIGKILL and are
+ * delivered after the restart.
  * Retry waits are shortened with `webhooks.retry_schedule` (no test sleeps a schedule).
  */
 import { spawn } from "node:child_process"
@@ -393,6 +395,45 @@ describe("webhooks", () => {
     // Index 1: verified with the rotated secret only.
     expect(after[before]?.verifiedWith).toBe(1)
   }, 60_000)
+
+  it("bounds one endpoint's attempts in flight; a slow receiver does not hold another endpoint back", async () => {
+    const r = resources(svc)
+    const ns = await r.freshNamespace("whfair")
+    const slowPath = `/slow-${rand()}`
+    const fastPath = `/fast-${rand()}`
+    const slow = await endpoint(ns, slowPath, { events: ["webhook.test"] })
+    const fast = await endpoint(ns, fastPath, { events: ["webhook.test"] })
+    receiver.delay(slowPath, 2_000)
+    for (let i = 0; i < 8; i++) expectStatus(await svc.call("POST", `/api/v1/webhooks/${slow.id}/_test`), 202)
+    const held = () => receiver.inFlight().filter((request) => request.path === slowPath).length
+    await eventually(
+      async () => held(),
+      (n) => n > 0
+    )
+    expectStatus(await svc.call("POST", `/api/v1/webhooks/${fast.id}/_test`), 202)
+    let most = 0
+    const fastDone = await eventually(
+      async () => {
+        most = Math.max(most, held())
+        return receiver.received(fastPath).length
+      },
+      (n) => n === 1
+    )
+    expect(fastDone).toBe(1)
+    // The fast endpoint was served while the slow one still had attempts held.
+    expect(held()).toBeGreaterThan(0)
+    await eventually(
+      async () => {
+        most = Math.max(most, held())
+        return receiver.received(slowPath).length
+      },
+      (n) => n === 8,
+      60_000
+    )
+    // webhooks.concurrency_per_endpoint (default 4).
+    expect(most).toBeLessThanOrEqual(4)
+    expect(most).toBeGreaterThan(1)
+  }, 90_000)
 
   it("shows another namespace's actor nothing", async () => {
     const r = resources(svc)
