@@ -518,14 +518,20 @@ describe("webhooks", () => {
     const ns = await r.freshNamespace("whkill")
     const path = `/kill-${rand()}`
     await endpoint(ns, path, { events: ["connection.created"] })
-    receiver.answer(path, 503)
+    // Nothing is answered before the kill: the first attempts are held in flight, the rest wait.
+    receiver.delay(path, 30_000)
     const connector = await r.publishedConnector(ns)
     const ids: Array<string> = []
     for (let i = 0; i < 20; i++) ids.push((await r.connection(connector.id, { name: `c${i}` })).id)
+    await eventually(
+      async () => receiver.inFlight().filter((request) => request.path === path).length,
+      (n) => n > 0
+    )
     const pid = svc.pid?.()
     expect(pid).toBeDefined()
     process.kill(pid as number, "SIGKILL")
-    receiver.answer(path, 200)
+    expect(receiver.received(path)).toHaveLength(0)
+    receiver.delay(path, 0)
     await svc.restart?.()
     const delivered = await eventually(
       async () =>
