@@ -349,9 +349,9 @@ describe("probes drive health", () => {
           ),
       (list) => list.length >= 2
     )
-    expect(flips.map((e) => [e.payload.data.previous, e.payload.data.health_state])).toEqual([
-      ["healthy", "unhealthy"],
-      ["unhealthy", "healthy"]
+    expect(flips.map((e) => [e.payload.data.previous, e.payload.data.health_state, e.payload.data.reason])).toEqual([
+      ["healthy", "unhealthy", "probe_failed"],
+      ["unhealthy", "healthy", "probe_recovered"]
     ])
     for (const flip of flips) expect(flip.verifiedWith).toBe(0)
   }, 90_000)

@@ -283,7 +283,8 @@ describe("webhooks", () => {
     })
     expect(reauthEvents.find((e) => e.type === "connection.health_changed")?.data).toMatchObject({
       health_state: "unhealthy",
-      previous: "healthy"
+      previous: "healthy",
+      reason: "migration"
     })
     expect(reauthEvents.map((e) => e.type)).toContain("connection.reauthorization_required")
     expect(reauthEvents.find((e) => e.type === "task.completed")?.data).toMatchObject({

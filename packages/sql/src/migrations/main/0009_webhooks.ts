@@ -6,7 +6,8 @@
  *   and `tasks` write one row per reported change in the same transaction as the change itself,
  *   whichever code path makes it; `seq` orders events (a receiver orders one connection's events by
  *   it). Nothing but ids, states, versions and times is copied: never a credential or configuration
- *   value. While no live endpoint exists nothing is written.
+ *   value. While no live endpoint exists nothing is written. The writer of a health change may name
+ *   its reason in the transaction-local setting `svc.webhook_reason` (a migration's is implied).
  * - `webhook_deliveries`: one row per (endpoint, event) written by the worker's fan-out, with its
  *   state, attempts, last status and the lease of the worker sending it.
  */
@@ -107,7 +108,8 @@ export default Effect.gen(function* () {
       IF NEW.health_state IS DISTINCT FROM OLD.health_state THEN
         PERFORM svc_webhook_event('connection.health_changed', NEW.namespace, NEW.labels,
           base || jsonb_build_object('health_state', NEW.health_state, 'previous', OLD.health_state,
-            'reason', nullif(current_setting('svc.webhook_reason', true), '')));
+            'reason', coalesce(nullif(current_setting('svc.webhook_reason', true), ''),
+              CASE WHEN NEW.connector_version IS DISTINCT FROM OLD.connector_version THEN 'migration' END)));
       END IF;
       IF NEW.connector_version IS DISTINCT FROM OLD.connector_version THEN
         PERFORM svc_webhook_event('connection.migrated', NEW.namespace, NEW.labels,
