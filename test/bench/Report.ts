@@ -12,6 +12,7 @@ import type { ProcessUsage } from "./ProcessUsage.ts"
 import { type ClusterReport, formatCluster } from "./Cluster.ts"
 import type { ColdStartResult } from "./ColdStart.ts"
 import { formatLifecycle, type LifecycleReport } from "./Lifecycle.ts"
+import { formatWebhooks, type WebhooksReport } from "./Webhooks.ts"
 import { formatMigration, type MigrationReport } from "./Migration.ts"
 import { formatMetrics, type MetricsReport } from "./Metrics.ts"
 import type { SeedResult } from "./ListLatency.ts"
@@ -155,6 +156,8 @@ export interface BenchReport {
   readonly cluster?: ClusterReport
   /** The lifecycle group (Lifecycle.ts); absent when not run. */
   readonly lifecycle?: LifecycleReport
+  /** The webhooks group (Webhooks.ts); absent when not run. */
+  readonly webhooks?: WebhooksReport
   /** The migration group (Migration.ts); absent when not run. */
   readonly migration?: MigrationReport
   /** The metrics group (Metrics.ts); absent when not run. */
@@ -487,6 +490,7 @@ export const formatTable = (report: BenchReport): string => {
   for (const group of report.sequences) out.push(...formatSequence(group))
   if (report.cluster !== undefined) out.push(...formatCluster(report.cluster))
   if (report.lifecycle !== undefined) out.push(...formatLifecycle(report.lifecycle))
+  if (report.webhooks !== undefined) out.push(...formatWebhooks(report.webhooks))
   if (report.migration !== undefined) out.push(...formatMigration(report.migration))
   if (report.metrics !== undefined) out.push(...formatMetrics(report.metrics))
   return `${out.join("\n")}\n`

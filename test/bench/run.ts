@@ -17,6 +17,7 @@ import { type ColdStartResult, measureColdStart } from "./ColdStart.ts"
 import { onGeneratorCpu } from "./Cpu.ts"
 import { selectGenerator } from "./Generator.ts"
 import { lifecycleBudgetS, measureLifecycle } from "./Lifecycle.ts"
+import { measureWebhooks, webhooksBudgetS } from "./Webhooks.ts"
 import { measureMigration, migrationBudgetS } from "./Migration.ts"
 import { footprintBudgetS, formatFootprint, measureFootprint } from "./Footprint.ts"
 import { formatProxyMemory, measureProxyMemory, proxyMemoryBudgetS } from "./ProxyMemory.ts"
@@ -62,7 +63,7 @@ const usage = `usage: node test/bench/run.ts [--duration <s>] [--warmup <s>] [--
                in-process undici one
   --only       comma-separated parts to run, by id: start-up, a load group (ping, proxy), a
                stream group (proxy-stream), a sequence group (list-connections), cluster,
-               lifecycle, migration, metrics, proxy-memory, footprint (default: all of them)
+               lifecycle, webhooks, migration, metrics, proxy-memory, footprint (default: all of them)
   --metrics-events           request events the metrics group seeds on PostgreSQL (default
                5000000 with --only metrics, 1000000 in a full run, 200000 with --quick)
   --metrics-embedded-events  request events it seeds on the embedded PGlite (default 500000,
@@ -71,7 +72,7 @@ const usage = `usage: node test/bench/run.ts [--duration <s>] [--warmup <s>] [--
                (default max(300, 120 + 2 x rows x (duration + warmup) + per stream target
                (20 s per upload + 0.5 s per SSE sample) + 60 + seed / 25 per sequence group
                + 60 when a load group has a PostgreSQL + Redis target + 120 for the cluster
-               group + 120 for the lifecycle group + 300 for the migration group + 60 + 60 s per million PostgreSQL events
+               group + 120 for the lifecycle group + 150 for the webhooks group + 300 for the migration group + 60 + 60 s per million PostgreSQL events
                + 200 s per million embedded events for the metrics group))`
 
 const { values } = parseArgs({
@@ -120,6 +121,7 @@ if (only !== undefined) {
     ...[...allLoadGroups, ...allStreamGroups, ...allSequenceGroups].map((g) => g.id),
     "cluster",
     "lifecycle",
+    "webhooks",
     "migration",
     "metrics",
     "proxy-memory",
@@ -135,6 +137,7 @@ const sequenceGroups = allSequenceGroups.filter((g) => selected(g.id))
 const runStartUp = selected("start-up")
 const runCluster = selected("cluster")
 const runLifecycle = selected("lifecycle")
+const runWebhooks = selected("webhooks")
 const runMigration = selected("migration")
 const runMetrics = selected("metrics")
 const runMemory = selected("proxy-memory")
@@ -197,6 +200,7 @@ const defaultCapS = Math.max(
     productionBudgetS +
     (runCluster ? clusterBudgetS : 0) +
     (runLifecycle ? lifecycleBudgetS : 0) +
+    (runWebhooks ? webhooksBudgetS : 0) +
     (runMigration ? migrationBudgetS : 0) +
     (runMemory ? proxyMemoryBudgetS : 0) +
     (runFootprint ? footprintBudgetS : 0) +
@@ -480,6 +484,7 @@ const main = async (): Promise<number> => {
       `${streamGroups.length} stream group(s); ${sequenceGroups.length} sequence group(s), seed ${seedCount}; ` +
       (runCluster ? "the cluster group; " : "") +
       (runLifecycle ? "the lifecycle group; " : "") +
+      (runWebhooks ? "the webhooks group; " : "") +
       (runMigration ? "the migration group; " : "") +
       (runMetrics
         ? `the metrics group (${metricsEvents.postgres} events on PostgreSQL, ${metricsEvents.embedded} embedded); `
@@ -507,6 +512,7 @@ const main = async (): Promise<number> => {
     const footprint = runFootprint ? await measureFootprint({ runs: 3, progress }) : undefined
     const cluster = runCluster ? await measureCluster({ quick: values.quick, progress }) : undefined
     const lifecycle = runLifecycle ? await measureLifecycle({ quick: values.quick, progress }) : undefined
+    const webhooks = runWebhooks ? await measureWebhooks({ quick: values.quick, progress }) : undefined
     const migration = runMigration ? await measureMigration({ quick: values.quick, progress }) : undefined
     const metrics = runMetrics
       ? await measureMetrics({
@@ -529,6 +535,7 @@ const main = async (): Promise<number> => {
       sequences,
       ...(cluster === undefined ? {} : { cluster }),
       ...(lifecycle === undefined ? {} : { lifecycle }),
+      ...(webhooks === undefined ? {} : { webhooks }),
       ...(migration === undefined ? {} : { migration }),
       ...(metrics === undefined ? {} : { metrics }),
       ...(memory === undefined ? {} : { memory }),
@@ -547,6 +554,7 @@ const main = async (): Promise<number> => {
       sequences.some((g) => broke(g.skipped)) ||
       broke(cluster?.skipped) ||
       broke(lifecycle?.skipped) ||
+      broke(webhooks?.skipped) ||
       broke(migration?.skipped) ||
       (memory?.some((run) => broke(run.skipped)) ?? false) ||
       (footprint?.some((row) => broke(row.skipped)) ?? false) ||

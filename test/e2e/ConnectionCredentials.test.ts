@@ -3,7 +3,10 @@
  * land where the definition says at a local upstream (through the probe route), secrets never
  * appear in responses, logs or the database files, API-key rotation keeps the id, a required
  * configure field leaves `setupStepId`, OAuth2 client credentials fetch a token, and periodic
- * probes flip `healthState` after the failure threshold and back after recovery.
+ * probes flip `healthState` after the failure threshold and back after recovery. A webhook
+ * endpoint of the namespace receives the connection events of all of it (issue 34): the probe's
+ * flips arrive as `connection.health_changed`, and no planted secret appears in any webhook body or
+ * in the delivery log.
  */
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs/promises"
@@ -20,6 +23,7 @@ import {
   type Svc
 } from "../support/Api.ts"
 import { type SeenRequest, startUpstream, type Upstream } from "../support/Upstream.ts"
+import { startWebhookReceiver, type WebhookReceiver } from "../support/WebhookReceiver.ts"
 
 interface ProbeBody {
   readonly probeId: string
@@ -41,6 +45,8 @@ const plant = () => {
 
 let svc: Svc
 let upstream: Upstream
+let receiver: WebhookReceiver
+let webhookId: string
 let r: ReturnType<typeof resources>
 let ns: string
 
@@ -94,14 +100,24 @@ const filesUnder = async (dir: string): Promise<Array<string>> => {
 beforeAll(async () => {
   upstream = await startUpstream()
   upstream.route("/probe/", () => ({ status: 200, body: "ok" }))
-  svc = await launch("svc-credentials-")
+  receiver = await startWebhookReceiver()
+  svc = await launch("svc-credentials-", {
+    env: { SVC__outbound__allow_private_networks: "true", SVC__webhooks__poll_interval: "100ms" }
+  })
   r = resources(svc)
   ns = await r.freshNamespace("cred")
+  const hook = expectStatus<{ id: string; secret: string }>(
+    await svc.call("POST", "/api/v1/webhooks", { body: { namespace: ns, url: receiver.url("/events") } }),
+    201
+  )
+  webhookId = hook.id
+  receiver.secret("/events", hook.secret)
 }, 120_000)
 
 afterAll(async () => {
   await svc?.stop()
   await upstream?.close()
+  await receiver?.close()
 })
 
 describe("credentials land where the definition says", () => {
@@ -323,6 +339,21 @@ describe("probes drive health", () => {
     status = 200
     const healthy = await eventually(read, (c) => c.healthState === "healthy")
     expect(healthy.healthState).toBe("healthy")
+    // Both flips were pushed to the namespace's webhook endpoint, signed.
+    const flips = await eventually(
+      async () =>
+        receiver
+          .received("/events")
+          .filter(
+            (e) => e.payload.type === "connection.health_changed" && e.payload.data.connection_id === connection.id
+          ),
+      (list) => list.length >= 2
+    )
+    expect(flips.map((e) => [e.payload.data.previous, e.payload.data.health_state, e.payload.data.reason])).toEqual([
+      ["healthy", "unhealthy", "probe_failed"],
+      ["unhealthy", "healthy", "probe_recovered"]
+    ])
+    for (const flip of flips) expect(flip.verifiedWith).toBe(0)
   }, 90_000)
 })
 
@@ -350,5 +381,19 @@ describe("secrets stay secret", () => {
       for (const needle of needles) expect(content.includes(needle), `${needle} in ${file}`).toBe(false)
     }
     expect(canaryFound).toBe(true)
+
+    // Webhook bodies and the delivery log (issue 34): ids and states only, never a secret.
+    const canaryConnection = page.items.find((c) => c.name === canary) as ConnectionBody
+    await eventually(
+      async () => receiver.received("/events").map((e) => e.payload.data.connection_id),
+      (ids) => ids.includes(canaryConnection.id)
+    )
+    const bodies = receiver.received("/events").map((e) => `${e.webhookId} ${e.signature} ${e.body}`)
+    expect(bodies.length).toBeGreaterThan(5)
+    const log = JSON.stringify(
+      expectStatus<PageBody<unknown>>(await svc.call("GET", `/api/v1/webhooks/${webhookId}/deliveries?limit=1000`), 200)
+    )
+    const webhookText = [...bodies, log, svc.output()].join("\n")
+    for (const secret of secrets) expect(webhookText).not.toContain(secret)
   })
 })

@@ -14,6 +14,7 @@ import { signingProxy } from "./commands/SigningProxy.ts"
 import { tasks } from "./commands/Tasks.ts"
 import { signMarketplaceLoginUrl } from "./commands/SignMarketplaceLoginUrl.ts"
 import { verifyJwt } from "./commands/VerifyJwt.ts"
+import { webhooks } from "./commands/Webhooks.ts"
 import { markOneShot } from "./OneShot.ts"
 import { layerStderrProgress } from "./Progress.ts"
 import { root } from "./Root.ts"
@@ -31,7 +32,8 @@ export const cli = root.pipe(
     tasks,
     events,
     signingProxy,
-    proxy
+    proxy,
+    webhooks
   ])
 )
 

@@ -37,6 +37,9 @@ export const SetupCleanupSingleton = "svc.connections.setup-cleanup.v1"
 /** The cluster singleton of the OAuth2 token refresh sweep. Never renamed. */
 export const TokenRefreshSweepSingleton = "svc.oauth2.refresh-sweep.v1"
 
+/** The cluster singleton that delivers webhook events to host endpoints. Never renamed. */
+export const WebhookDeliverySingleton = "svc.webhooks.delivery.v1"
+
 /** Entity type of the per-connection control state (cool-down, migration lock), keyed by connection id. Never renamed. */
 export const ConnectionEntityType = "Connection"
 

@@ -5,7 +5,7 @@
 import { Schema } from "effect"
 
 /** The id prefixes of svc resources. */
-export type IdPrefix = "act" | "cxr" | "cxn" | "key" | "rl" | "ntf" | "tsk" | "req"
+export type IdPrefix = "act" | "cxr" | "cxn" | "key" | "rl" | "ntf" | "tsk" | "req" | "wh" | "whd" | "msg"
 
 const ALPHABET = "abcdefghijklmnopqrstuvwxyz234567"
 
@@ -50,6 +50,15 @@ export type KeyId = typeof KeyId.Type
 /** A rate-limit id, `rl_…`. */
 export const RateLimitId = prefixed("rl").pipe(Schema.brand("RateLimitId"))
 export type RateLimitId = typeof RateLimitId.Type
+/** A webhook endpoint id, `wh_…` (API-CONVENTIONS "Webhooks to the host"). */
+export const WebhookId = prefixed("wh").pipe(Schema.brand("WebhookId"))
+export type WebhookId = typeof WebhookId.Type
+/** A webhook delivery id, `whd_…`. */
+export const WebhookDeliveryId = prefixed("whd").pipe(Schema.brand("WebhookDeliveryId"))
+export type WebhookDeliveryId = typeof WebhookDeliveryId.Type
+/** A webhook message id, `msg_…` (the Standard Webhooks `webhook-id`, stable across retries). */
+export const WebhookMessageId = prefixed("msg").pipe(Schema.brand("WebhookMessageId"))
+export type WebhookMessageId = typeof WebhookMessageId.Type
 /** A notification id, `ntf_…`. */
 export const NotificationId = prefixed("ntf").pipe(Schema.brand("NotificationId"))
 export type NotificationId = typeof NotificationId.Type
@@ -76,6 +85,9 @@ export interface IdOf {
   readonly ntf: NotificationId
   readonly tsk: TaskId
   readonly req: RequestEventId
+  readonly wh: WebhookId
+  readonly whd: WebhookDeliveryId
+  readonly msg: WebhookMessageId
 }
 
 /** Builds the id of `prefix` from 16 given bytes (deterministic; for tests and replays). */

@@ -8,7 +8,7 @@ import { Schema } from "effect"
 export const systemPrefix = "svc/"
 
 /** The resource-type token `<rt>` of system label keys (spec 2.3). */
-export type ResourceToken = "ns" | "act" | "cxr" | "cxn" | "key" | "rl"
+export type ResourceToken = "ns" | "act" | "cxr" | "cxn" | "key" | "rl" | "wh"
 
 /** spec 8.1: label key prefix at most 253 characters, name at most 63. */
 export const labelPrefixMaxLength = 253

@@ -167,7 +167,8 @@ export const resourceTypes = {
   connectors: { segment: "connectors", permission: "connectors", rt: "cxr" },
   connections: { segment: "connections", permission: "connections", rt: "cxn" },
   keys: { segment: "keys", permission: "keys", rt: "key" },
-  rate_limits: { segment: "rate-limits", permission: "rate_limits", rt: "rl" }
+  rate_limits: { segment: "rate-limits", permission: "rate_limits", rt: "rl" },
+  webhooks: { segment: "webhooks", permission: "webhooks", rt: "wh" }
 } as const
 export type ResourceType = keyof typeof resourceTypes
 export const ResourceType = Schema.Literals([
@@ -176,5 +177,6 @@ export const ResourceType = Schema.Literals([
   "connectors",
   "connections",
   "keys",
-  "rate_limits"
+  "rate_limits",
+  "webhooks"
 ])

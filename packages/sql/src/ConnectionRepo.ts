@@ -67,8 +67,16 @@ export class ConnectionRepo extends Context.Service<
     ) => Effect.Effect<boolean, SqlError>
     /** Sets where the browser returns after the connection's next OAuth2 step (a re-authentication's). */
     readonly setReturnUrl: (id: ConnectionId, url: string | null, now: Date) => Effect.Effect<void, SqlError>
-    /** Sets the health state (a failed refresh makes a connection unhealthy). */
-    readonly setHealth: (id: ConnectionId, health: "healthy" | "unhealthy", now: Date) => Effect.Effect<void, SqlError>
+    /**
+     * Sets the health state (a failed refresh makes a connection unhealthy); `reason` is what a
+     * webhook's `connection.health_changed` reports.
+     */
+    readonly setHealth: (
+      id: ConnectionId,
+      health: "healthy" | "unhealthy",
+      now: Date,
+      reason?: string
+    ) => Effect.Effect<void, SqlError>
     /** Sets when the sweep refreshes next, unless the credentials changed from `expected` meanwhile. */
     readonly setRefreshDueAt: (id: ConnectionId, expected: string, due: Date | null) => Effect.Effect<void, SqlError>
     /** Sets the state of a live connection (e.g. `disconnecting`). */
@@ -165,10 +173,13 @@ export class ConnectionRepo extends Context.Service<
       const setHealth = Effect.fn("ConnectionRepo.setHealth")(function* (
         id: ConnectionId,
         health: "healthy" | "unhealthy",
-        now: Date
+        now: Date,
+        reason?: string
       ) {
+        // set_config runs in the statement's own transaction, before the row trigger reads it.
         yield* sql`
           UPDATE connections SET health_state = ${health}, updated_at = ${now}
+          FROM (SELECT set_config('svc.webhook_reason', ${reason ?? ""}, true)) AS webhook_reason
           WHERE id = ${id} AND deleted_at IS NULL AND health_state <> ${health}`
       })
 

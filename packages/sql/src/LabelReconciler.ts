@@ -194,6 +194,7 @@ export class LabelReconciler extends Context.Service<
           ["actors", "act"],
           ["keys", "key"],
           ["rate_limits", "rl"],
+          ["webhooks", "wh"],
           ["connectors", "cxr"]
         ]
         for (const [table, rt] of simple) {

@@ -18,7 +18,8 @@ for (const [backend, db] of TestDatabase.backends) {
           [5, "oauth2"],
           [6, "connection_controls"],
           [7, "tasks"],
-          [8, "active_tasks_by_subject"]
+          [8, "active_tasks_by_subject"],
+          [9, "webhooks"]
         ])
         assert.deepStrictEqual(yield* Migrations.migrateAppMetrics, [
           [1, "request_events"],
@@ -39,7 +40,8 @@ for (const [backend, db] of TestDatabase.backends) {
           { migration_id: 5, name: "oauth2" },
           { migration_id: 6, name: "connection_controls" },
           { migration_id: 7, name: "tasks" },
-          { migration_id: 8, name: "active_tasks_by_subject" }
+          { migration_id: 8, name: "active_tasks_by_subject" },
+          { migration_id: 9, name: "webhooks" }
         ])
         assert.deepStrictEqual(yield* history("app_metrics_schema_migrations"), [
           { migration_id: 1, name: "request_events" },
@@ -73,7 +75,10 @@ for (const [backend, db] of TestDatabase.backends) {
             "request_events",
             "resource_snapshots",
             "schema_migrations",
-            "tasks"
+            "tasks",
+            "webhook_deliveries",
+            "webhook_events",
+            "webhooks"
           ]
         )
       })
@@ -136,7 +141,13 @@ for (const [backend, db] of TestDatabase.backends) {
             "request_events_timestamp_id_idx",
             "resource_snapshots_kind_taken_idx",
             "tasks_active_subject",
-            "tasks_one_active"
+            "tasks_one_active",
+            "webhook_deliveries_due",
+            "webhook_deliveries_log",
+            "webhook_deliveries_once",
+            "webhook_events_undispatched",
+            "webhooks_labels_gin",
+            "webhooks_namespace_name_live"
           ]
         )
         const def = (name: string) => indexes.find((i) => i.indexname === name)?.indexdef ?? ""

@@ -14,6 +14,7 @@ import main0005 from "./migrations/main/0005_oauth2.ts"
 import main0006 from "./migrations/main/0006_connection_controls.ts"
 import main0007 from "./migrations/main/0007_tasks.ts"
 import main0008 from "./migrations/main/0008_active_tasks_by_subject.ts"
+import main0009 from "./migrations/main/0009_webhooks.ts"
 import metrics0001 from "./migrations/metrics/0001_request_events.ts"
 import metrics0002 from "./migrations/metrics/0002_request_event_indexes.ts"
 import metrics0003 from "./migrations/metrics/0003_resource_snapshots.ts"
@@ -33,7 +34,8 @@ export const mainLoader: Migrator.Loader = Migrator.fromRecord({
   "0005_oauth2": main0005,
   "0006_connection_controls": main0006,
   "0007_tasks": main0007,
-  "0008_active_tasks_by_subject": main0008
+  "0008_active_tasks_by_subject": main0008,
+  "0009_webhooks": main0009
 })
 
 /** App-metrics migrations, keyed `<id>_<name>`. */

@@ -132,6 +132,8 @@ export class ProbeStateRepo extends Context.Service<
               RETURNING failing`
               // The schedule was dropped meanwhile (connection deleted, version changed): nothing to do.
               if (updated.length === 0) return undefined
+              // The reason a webhook's connection.health_changed reports (migration 0009), for this transaction.
+              yield* sql`SELECT set_config('svc.webhook_reason', ${success ? "probe_recovered" : "probe_failed"}, true)`
               const changed = yield* sql<{ healthState: "healthy" | "unhealthy" }>`
               UPDATE connections c SET
                 health_state = CASE WHEN EXISTS (

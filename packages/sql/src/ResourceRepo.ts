@@ -14,7 +14,7 @@ import { accessWhere, escapeLike, NameTaken, namespaceWhere, selectPage, type So
 import { selectorWhere } from "./SelectorSql.ts"
 
 /** The resource tables of the main database. */
-export type TableName = "namespaces" | "actors" | "connectors" | "connections" | "keys" | "rate_limits"
+export type TableName = "namespaces" | "actors" | "connectors" | "connections" | "keys" | "rate_limits" | "webhooks"
 
 /** The identity column of each table: a namespace is identified by its path. */
 export const idColumnOf = (table: TableName): "id" | "path" => (table === "namespaces" ? "path" : "id")
@@ -157,7 +157,7 @@ export class ResourceRepo extends Context.Service<
 
       const namespaceInUse = (path: string) => {
         const below = `${escapeLike(path)}.%`
-        const tables = ["actors", "connectors", "connections", "keys", "rate_limits"] as const
+        const tables = ["actors", "connectors", "connections", "keys", "rate_limits", "webhooks"] as const
         const checks = [
           sql`EXISTS (SELECT 1 FROM namespaces WHERE deleted_at IS NULL AND path LIKE ${below})`,
           ...tables.map(

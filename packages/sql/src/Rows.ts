@@ -88,3 +88,17 @@ export const RateLimitRow = Schema.Struct({
   mode: Schema.Literals(["enforce", "observe"])
 })
 export type RateLimitRow = typeof RateLimitRow.Type
+
+/** A row of `webhooks`; `secretEnc` is a ciphertext (envelope encryption), never plaintext. */
+export const WebhookRow = Schema.Struct({
+  id: Schema.String,
+  ...envelopeRowFields,
+  url: Schema.String,
+  events: Schema.NullOr(Schema.Array(Schema.String)),
+  labelSelector: Schema.NullOr(Schema.String),
+  description: Schema.NullOr(Schema.String),
+  secretEnc: Schema.String,
+  state: Schema.Literals(["enabled", "disabled"]),
+  failingSince: Schema.NullOr(Schema.DateTimeUtcFromDate)
+})
+export type WebhookRow = typeof WebhookRow.Type

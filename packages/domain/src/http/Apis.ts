@@ -14,7 +14,8 @@ import {
   ConnectorsMetadataApi,
   KeysMetadataApi,
   NamespacesMetadataApi,
-  RateLimitsMetadataApi
+  RateLimitsMetadataApi,
+  WebhooksMetadataApi
 } from "./MetadataApi.ts"
 import { MetricsApi } from "./MetricsApi.ts"
 import { NamespacesApi } from "./NamespacesApi.ts"
@@ -26,6 +27,7 @@ import { RequestEventsApi } from "./RequestEventsApi.ts"
 import { SearchApi } from "./SearchApi.ts"
 import { SystemApi } from "./SystemApi.ts"
 import { TasksApi } from "./TasksApi.ts"
+import { WebhooksApi } from "./WebhooksApi.ts"
 
 /**
  * Client input is decoded reporting every problem; unknown body keys are rejected so a typo in a
@@ -48,7 +50,8 @@ const resourceGroups = [
   NotificationsApi,
   RequestEventsApi,
   MetricsApi,
-  TasksApi
+  TasksApi,
+  WebhooksApi
 ] as const
 const metadataGroups = [
   NamespacesMetadataApi,
@@ -56,7 +59,8 @@ const metadataGroups = [
   ConnectorsMetadataApi,
   ConnectionsMetadataApi,
   KeysMetadataApi,
-  RateLimitsMetadataApi
+  RateLimitsMetadataApi,
+  WebhooksMetadataApi
 ] as const
 
 /** Application API (service id `api`, default port 8081). */

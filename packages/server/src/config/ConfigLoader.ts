@@ -9,6 +9,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { parse as parseYaml, YAMLParseError } from "yaml"
 import { allServiceIds, type ServiceId } from "@svc/domain/Auth"
+import { defaultRetrySchedule } from "@svc/domain/Webhook"
 import { ConfigFile, type ConfiguredActor, type DatabaseConfig } from "./ConfigSchema.ts"
 import { resolveCluster } from "./ClusterConfig.ts"
 import { decodeProblems, type EnvSources, withEnvSource } from "./ConfigMessages.ts"
@@ -305,6 +306,28 @@ export const resolve = (
     },
     connections: {
       setupTtlMs: intervalMs(file.connections?.setup_ttl, "connections.setup_ttl", 24 * 60 * 60 * 1000, 1000, problems)
+    },
+    webhooks: {
+      retryScheduleMs: (file.webhooks?.retry_schedule ?? defaultRetrySchedule).map((text, i) =>
+        intervalMs(text, `webhooks.retry_schedule[${i}]`, 5000, 10, problems)
+      ),
+      pollIntervalMs: intervalMs(file.webhooks?.poll_interval, "webhooks.poll_interval", 1000, 10, problems),
+      timeoutMs: intervalMs(file.webhooks?.timeout, "webhooks.timeout", 10_000, 100, problems),
+      concurrencyPerEndpoint: file.webhooks?.concurrency_per_endpoint ?? 4,
+      disableAfterMs: intervalMs(
+        file.webhooks?.disable_after,
+        "webhooks.disable_after",
+        5 * 24 * 60 * 60 * 1000,
+        1000,
+        problems
+      ),
+      logRetentionMs: intervalMs(
+        file.webhooks?.log_retention,
+        "webhooks.log_retention",
+        30 * 24 * 60 * 60 * 1000,
+        60_000,
+        problems
+      )
     },
     probes: {
       pollIntervalMs: intervalMs(file.probes?.poll_interval, "probes.poll_interval", 1000, 50, problems),

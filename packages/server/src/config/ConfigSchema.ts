@@ -256,6 +256,16 @@ export const ConfigFile = Schema.Struct({
     })
   ),
   rate_limits: Schema.optionalKey(Schema.Struct({ refresh_interval: Schema.optionalKey(DurationString) })),
+  webhooks: Schema.optionalKey(
+    Schema.Struct({
+      retry_schedule: Schema.optionalKey(Schema.Array(DurationString)),
+      poll_interval: Schema.optionalKey(DurationString),
+      timeout: Schema.optionalKey(DurationString),
+      concurrency_per_endpoint: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 64 }))),
+      disable_after: Schema.optionalKey(DurationString),
+      log_retention: Schema.optionalKey(DurationString)
+    })
+  ),
   cluster: Schema.optionalKey(
     Schema.Struct({
       runner: Schema.optionalKey(

@@ -122,6 +122,15 @@ export interface ResolvedConfig {
   readonly rateLimits: { readonly refreshIntervalMs: number }
   /** Connections: how long a setup may stand still before it is removed as abandoned. */
   readonly connections: { readonly setupTtlMs: number }
+  /** Webhooks to the host (docs/webhooks.md): retry waits, outbox poll, attempt timeout, per-endpoint bound, auto-disable, log retention. */
+  readonly webhooks: {
+    readonly retryScheduleMs: ReadonlyArray<number>
+    readonly pollIntervalMs: number
+    readonly timeoutMs: number
+    readonly concurrencyPerEndpoint: number
+    readonly disableAfterMs: number
+    readonly logRetentionMs: number
+  }
   /** Background connection probes: scheduler tick and parallelism. */
   readonly probes: { readonly pollIntervalMs: number; readonly maxConcurrency: number }
   /** Version migrations (spec 4.3): the longest one hook may run, whatever the migration's timeout. */

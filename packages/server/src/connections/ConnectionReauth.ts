@@ -117,7 +117,7 @@ export class ConnectionReauth extends Context.Service<
       /** Health back and the re-authentication notice resolved, as a completed OAuth2 re-authorization does. */
       const heal = (row: ConnectionRow, definition: ConnectorDefinition) =>
         Effect.gen(function* () {
-          yield* Effect.orDie(repo.setHealth(row.id, "healthy", yield* now))
+          yield* Effect.orDie(repo.setHealth(row.id, "healthy", yield* now, "reauthorized"))
           yield* notifications.clear(row.id, reauthKey)
           yield* changes.written([row.id])
           const current = yield* reload(row.id)

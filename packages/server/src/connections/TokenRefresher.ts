@@ -210,7 +210,7 @@ export class TokenRefresher extends Context.Service<
           yield* lease.remember(target.id, found.sealed, reason, memoryMs)
           const at = new Date(now)
           if (reauth || isExpired(found.credentials, now)) {
-            yield* Effect.orDie(connections.setHealth(target.id, "unhealthy", at))
+            yield* Effect.orDie(connections.setHealth(target.id, "unhealthy", at, `token_refresh_failed: ${reason}`))
           }
           if (reauth)
             yield* notifications.raise({ id: target.id }, { ...reauthNotice(target.id), metadata: { reason } })

@@ -10,12 +10,13 @@ import * as Envelope from "./Envelope.ts"
 import { Encryption } from "./Encryption.ts"
 import { Reencryption } from "./Reencryption.ts"
 import { at, envelope, fixtureId } from "@svc/sql/TestRows"
+import { WebhookRepo } from "@svc/sql/WebhookRepo"
 
 const createdAt = at(0)
 
 const Test = Reencryption.layerNoDeps.pipe(
   Layer.provideMerge(Encryption.layerKey(Envelope.generateKey())),
-  Layer.provideMerge(Layer.mergeAll(ResourceRepo.layer, ConnectorRepo.layer, DataKeyRepo.layer)),
+  Layer.provideMerge(Layer.mergeAll(ResourceRepo.layer, ConnectorRepo.layer, DataKeyRepo.layer, WebhookRepo.layer)),
   Layer.provideMerge(Layer.provideMerge(Migrations.layerMain, TestDatabase.pglite))
 )
 
@@ -217,6 +218,42 @@ layer(Test, { timeout: "60 seconds" })("Reencryption (PGlite)", (it) => {
       yield* encryption.rotate("key_copy")
       assert.deepStrictEqual(yield* reencryption.sweep, { rewritten: 1, skipped: 0, failed: 1 })
       assert.strictEqual((yield* stored("cxn_copy2")).credentialsEnc, source.credentialsEnc)
+    })
+  )
+
+  it.effect("re-seals webhook signing secrets under the new key version", () =>
+    Effect.gen(function* () {
+      const encryption = yield* Encryption
+      const reencryption = yield* Reencryption
+      const repo = yield* ResourceRepo
+      const sql = yield* SqlClient.SqlClient
+      yield* keyIn("key_wh", "root.wh")
+      const hookContext = { table: "webhooks", column: "secret", rowId: "wh_r1", namespace: "root.wh" }
+      yield* repo.insert("webhooks", {
+        id: "wh_r1",
+        ...envelope("root.wh", "wh_r1"),
+        url: "https://hooks.example.com/",
+        events: null,
+        labelSelector: null,
+        description: null,
+        secretEnc: yield* encryption.encrypt(hookContext, "whsec_c2VjcmV0"),
+        state: "enabled"
+      })
+      const sealed = () =>
+        Effect.map(
+          sql<{ secretEnc: string }>`SELECT secret_enc FROM webhooks WHERE id = 'wh_r1'`,
+          (rows) => rows[0]!.secretEnc
+        )
+      assert.strictEqual(version(yield* sealed()), "key_wh@1")
+      yield* encryption.rotate("key_wh")
+      const result = yield* reencryption.sweep
+      assert.isAtLeast(result.rewritten, 1)
+      assert.strictEqual(version(yield* sealed()), "key_wh@2")
+      assert.strictEqual(yield* encryption.decrypt(hookContext, yield* sealed()), "whsec_c2VjcmV0")
+      // Current already: the next sweep leaves it alone.
+      const again = yield* sealed()
+      yield* reencryption.sweep
+      assert.strictEqual(yield* sealed(), again)
     })
   )
 })

@@ -4,8 +4,10 @@
  * than its namespace's current one is re-sealed, and plaintext an earlier release stored is
  * sealed and cleared. Each row is written with compare-and-swap: a concurrent write (a token
  * refresh) wins and is never undone; the lost row is skipped (that write sealed it afresh).
+ * Webhook endpoints' signing secrets are re-sealed the same way (a rotation of the secret wins).
  */
 import { DataKeyRepo, type SecretRow } from "@svc/sql/DataKeyRepo"
+import { WebhookRepo } from "@svc/sql/WebhookRepo"
 import { Context, Effect, Layer } from "effect"
 import * as Envelope from "./Envelope.ts"
 import { type CipherContext, type DecryptionFailed, Encryption, type KeyRef } from "./Encryption.ts"
@@ -36,11 +38,12 @@ export class Reencryption extends Context.Service<
     readonly rewrite: (row: SecretRow) => Effect.Effect<RewriteOutcome>
   }
 >()("@svc/server/Reencryption") {
-  static readonly layerNoDeps: Layer.Layer<Reencryption, never, Encryption | DataKeyRepo> = Layer.effect(
+  static readonly layerNoDeps: Layer.Layer<Reencryption, never, Encryption | DataKeyRepo | WebhookRepo> = Layer.effect(
     Reencryption,
     Effect.gen(function* () {
       const encryption = yield* Encryption
       const repo = yield* DataKeyRepo
+      const webhooks = yield* WebhookRepo
 
       const context = (row: SecretRow, column: "configuration" | "credentials"): CipherContext => ({
         table: "connections",
@@ -98,8 +101,34 @@ export class Reencryption extends Context.Service<
           if (rows.length < batchSize) break
           after = rows[rows.length - 1]?.id
         }
+        // Webhook signing secrets (docs/webhooks.md), sealed like credentials.
+        let afterHook: string | undefined
+        while (true) {
+          const rows = yield* Effect.orDie(webhooks.secretsPage(afterHook, batchSize))
+          for (const row of rows) {
+            const hookContext: CipherContext = {
+              table: "webhooks",
+              column: "secret",
+              rowId: row.id,
+              namespace: row.namespace
+            }
+            const current = yield* encryption.currentKey(row.namespace)
+            if (sameKey(Envelope.headerOf(row.secretEnc), current)) continue
+            const next = yield* encryption.decrypt(hookContext, row.secretEnc).pipe(
+              Effect.flatMap((value) => encryption.encrypt(hookContext, value)),
+              Effect.catchTag("DecryptionFailed", (error: DecryptionFailed) =>
+                Effect.as(Effect.logWarning(`re-encryption skipped a webhook secret: ${error.message}`), undefined)
+              )
+            )
+            if (next === undefined) counts.failed++
+            else if (yield* Effect.orDie(webhooks.swapSecret(row.id, row.secretEnc, next))) counts.rewritten++
+            else counts.skipped++
+          }
+          if (rows.length < batchSize) break
+          afterHook = rows[rows.length - 1]?.id
+        }
         yield* Effect.logInfo(
-          `re-encryption sweep rewrote ${counts.rewritten} connection(s), skipped ${counts.skipped} changed concurrently, ${counts.failed} undecryptable`
+          `re-encryption sweep rewrote ${counts.rewritten} connection(s) and webhook secret(s), skipped ${counts.skipped} changed concurrently, ${counts.failed} undecryptable`
         )
         return counts
       }).pipe(Effect.withSpan("Reencryption.sweep"))

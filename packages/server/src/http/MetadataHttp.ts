@@ -37,7 +37,8 @@ export const ApiMetadataHttp = Layer.mergeAll(
   HttpApiBuilder.group(ApiV1, "connectorsMetadata", build("connectors")),
   HttpApiBuilder.group(ApiV1, "connectionsMetadata", build("connections")),
   HttpApiBuilder.group(ApiV1, "keysMetadata", build("keys")),
-  HttpApiBuilder.group(ApiV1, "rate_limitsMetadata", build("rate_limits"))
+  HttpApiBuilder.group(ApiV1, "rate_limitsMetadata", build("rate_limits")),
+  HttpApiBuilder.group(ApiV1, "webhooksMetadata", build("webhooks"))
 )
 
 /** Metadata groups of the admin-api service. */
@@ -47,5 +48,6 @@ export const AdminApiMetadataHttp = Layer.mergeAll(
   HttpApiBuilder.group(AdminApiV1, "connectorsMetadata", build("connectors")),
   HttpApiBuilder.group(AdminApiV1, "connectionsMetadata", build("connections")),
   HttpApiBuilder.group(AdminApiV1, "keysMetadata", build("keys")),
-  HttpApiBuilder.group(AdminApiV1, "rate_limitsMetadata", build("rate_limits"))
+  HttpApiBuilder.group(AdminApiV1, "rate_limitsMetadata", build("rate_limits")),
+  HttpApiBuilder.group(AdminApiV1, "webhooksMetadata", build("webhooks"))
 )

@@ -11,6 +11,7 @@ import { AdminApiNamespacesHttp, ApiNamespacesHttp } from "./NamespacesHttp.ts"
 import { AdminApiMetricsHttp, ApiMetricsHttp } from "./MetricsHttp.ts"
 import { AdminApiRateLimitsHttp, ApiRateLimitsHttp } from "./RateLimitsHttp.ts"
 import { AdminApiTasksHttp, ApiTasksHttp, PublicTasksHttp } from "./TasksHttp.ts"
+import { AdminApiWebhooksHttp, ApiWebhooksHttp } from "./WebhooksHttp.ts"
 
 /** The resource groups of the api service. */
 export const ApiResourcesHttp = Layer.mergeAll(
@@ -21,7 +22,8 @@ export const ApiResourcesHttp = Layer.mergeAll(
   ApiKeysHttp,
   ApiRateLimitsHttp,
   ApiTasksHttp,
-  ApiMetricsHttp
+  ApiMetricsHttp,
+  ApiWebhooksHttp
 )
 
 /** The resource groups the public service serves to browser sessions (marketplace). */
@@ -36,5 +38,6 @@ export const AdminApiResourcesHttp = Layer.mergeAll(
   AdminApiKeysHttp,
   AdminApiRateLimitsHttp,
   AdminApiTasksHttp,
-  AdminApiMetricsHttp
+  AdminApiMetricsHttp,
+  AdminApiWebhooksHttp
 )

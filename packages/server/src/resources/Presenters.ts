@@ -4,6 +4,7 @@ import type { Connection } from "@svc/domain/Connection"
 import type { Connector, ConnectorVersion } from "@svc/domain/Connector"
 import { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
 import type { Key } from "@svc/domain/Key"
+import { type Webhook, webhookEventTypes } from "@svc/domain/Webhook"
 import type { Namespace } from "@svc/domain/Namespace"
 import { Definition, type RateLimit } from "@svc/domain/RateLimit"
 import type {
@@ -13,7 +14,8 @@ import type {
   ConnectorVersionRow,
   KeyRow,
   NamespaceRow,
-  RateLimitRow
+  RateLimitRow,
+  WebhookRow
 } from "@svc/sql/Rows"
 import { DateTime, Schema } from "effect"
 import type { EnvelopeRow } from "./ResourceKinds.ts"
@@ -87,3 +89,13 @@ export const rateLimit = (row: RateLimitRow): RateLimit => ({
 
 /** The stored (encoded) form of a decoded rate-limit definition. */
 export const encodeRateLimitDefinition = Schema.encodeSync(Definition)
+
+/** A webhook endpoint as returned: never its secret. */
+export const webhook = (row: WebhookRow): Webhook => ({
+  ...envelope(row.id, row),
+  url: row.url,
+  events: (row.events ?? webhookEventTypes) as Webhook["events"],
+  label_selector: row.labelSelector,
+  description: row.description,
+  state: row.state
+})

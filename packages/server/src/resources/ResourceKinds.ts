@@ -1,7 +1,15 @@
 /** The resource types as the generic resource operations see them (spec 2.1, 2.3, 2.4). */
 import type { ResourceToken } from "@svc/domain/Labels"
 import { type ResourceType, resourceTypes } from "@svc/domain/Resource"
-import { ActorResourceRow, ConnectionRow, ConnectorRow, KeyRow, NamespaceRow, RateLimitRow } from "@svc/sql/Rows"
+import {
+  ActorResourceRow,
+  ConnectionRow,
+  ConnectorRow,
+  KeyRow,
+  NamespaceRow,
+  RateLimitRow,
+  WebhookRow
+} from "@svc/sql/Rows"
 import type { PropagationParent, TableName } from "@svc/sql/ResourceRepo"
 import type { DateTime, Schema } from "effect"
 
@@ -64,6 +72,7 @@ export const connectors = kind<ConnectorRow>("connectors", "connector", Connecto
 export const connections = kind<ConnectionRow>("connections", "connection", ConnectionRow)
 export const keys = kind<KeyRow>("keys", "key", KeyRow)
 export const rateLimits = kind<RateLimitRow>("rate_limits", "rate limit", RateLimitRow)
+export const webhooks = kind<WebhookRow>("webhooks", "webhook", WebhookRow)
 
 /** Every kind by resource type, for the routes that serve all types alike. */
 export const byType: Readonly<Record<ResourceType, Kind<EnvelopeRow>>> = {
@@ -72,5 +81,6 @@ export const byType: Readonly<Record<ResourceType, Kind<EnvelopeRow>>> = {
   connectors,
   connections,
   keys,
-  rate_limits: rateLimits
+  rate_limits: rateLimits,
+  webhooks
 }

@@ -17,6 +17,7 @@ import { Notifications } from "./Notifications.ts"
 import { RateLimits } from "./RateLimits.ts"
 import { ResourceOps } from "./ResourceOps.ts"
 import { Search } from "./Search.ts"
+import { Webhooks } from "./Webhooks.ts"
 
 /** Every resource service; needs the repositories, the actor directory, encryption and the config. */
 export const layerNoDeps = Layer.mergeAll(
@@ -25,6 +26,7 @@ export const layerNoDeps = Layer.mergeAll(
   Connectors.layerNoDeps,
   Keys.layerNoDeps,
   RateLimits.layerNoDeps,
+  Webhooks.layerNoDeps,
   Search.layerNoDeps
 ).pipe(
   (services) => Metadata.layerNoDeps.pipe(Layer.provideMerge(services)),

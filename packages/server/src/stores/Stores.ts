@@ -17,6 +17,7 @@ import { ResourceRepo } from "@svc/sql/ResourceRepo"
 import { checkSchema, ping } from "@svc/sql/SchemaCheck"
 import { SearchRepo } from "@svc/sql/SearchRepo"
 import { TaskRepo } from "@svc/sql/TaskRepo"
+import { WebhookRepo } from "@svc/sql/WebhookRepo"
 import { Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import type { ResolvedConfig } from "../config/SvcConfig.ts"
@@ -98,7 +99,8 @@ const repositories = Layer.mergeAll(
   NotificationRepo.layer,
   MaintenanceRunRepo.layer,
   ConnectionControlRepo.layer,
-  TaskRepo.layer
+  TaskRepo.layer,
+  WebhookRepo.layer
 )
 
 /** Readiness of the database(s) and the counter store. */

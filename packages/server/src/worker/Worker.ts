@@ -25,6 +25,8 @@ import * as RetentionLive from "./RetentionLive.ts"
 import * as TaskTelemetry from "./TaskTelemetry.ts"
 import * as SetupCleanupLive from "./SetupCleanupLive.ts"
 import * as TokenRefreshSweepLive from "./TokenRefreshSweepLive.ts"
+import * as WebhookDeliveryLive from "./WebhookDeliveryLive.ts"
+import { WebhookDelivery } from "../events/WebhookDelivery.ts"
 
 /** Every entity, singleton and workflow a worker runs; needs its runner (`Membership`), the stores and the services. */
 export const layerNoDeps = (config: ResolvedConfig) =>
@@ -42,6 +44,7 @@ export const layerNoDeps = (config: ResolvedConfig) =>
     ),
     TokenRefreshSweepLive.layerNoDeps({ pollInterval: Duration.millis(config.oauth2.refreshSweepIntervalMs) }),
     SetupCleanupLive.layerNoDeps({ setupTtlMs: config.connections.setupTtlMs }),
+    WebhookDeliveryLive.layerNoDeps.pipe(Layer.provide(WebhookDelivery.layerNoDeps)),
     ConnectionEntityLive.layerNoDeps(),
     LifecycleLive.layerNoDeps,
     // svc.queue.queue.size (spec 8.3): every 15 s, or the metric export interval when shorter; telemetry off: nothing.

@@ -32,7 +32,7 @@ export const SearchView = () => {
           <label for="search-type">Resource type</label>
           <select id="search-type" value={type} onChange={(e) => setType(e.currentTarget.value)}>
             <option value="">any</option>
-            {["namespaces", "actors", "connectors", "connections", "keys", "rate-limits"].map((t) => (
+            {["namespaces", "actors", "connectors", "connections", "keys", "rate-limits", "webhooks"].map((t) => (
               <option key={t} value={t}>
                 {t}
               </option>

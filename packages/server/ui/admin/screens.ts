@@ -11,6 +11,7 @@ import { MetricsView } from "./Metrics.tsx"
 import { NamespacesView } from "./Namespaces.tsx"
 import { RateLimitsView } from "./RateLimits.tsx"
 import { SearchView } from "./Search.tsx"
+import { WebhooksView } from "./Webhooks.tsx"
 
 export interface ScreenEntry {
   readonly title: string
@@ -24,6 +25,7 @@ export const screens = {
   connectors: { title: "Connectors", view: ConnectorsView },
   connections: { title: "Connections", view: ConnectionsView },
   "rate-limits": { title: "Rate limits", view: RateLimitsView },
+  webhooks: { title: "Webhooks", view: WebhooksView },
   events: { title: "Request events", view: EventsView },
   metrics: { title: "Metrics", view: MetricsView }
 } satisfies Readonly<Record<string, ScreenEntry>>
