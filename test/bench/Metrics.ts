@@ -37,7 +37,7 @@ export const defaultEmbeddedEvents = 500_000
 const goals = { postgres: 150, pglite: 500 } as const
 
 /** Rows per seeding statement. */
-const seedChunk = 500_000
+export const seedChunk = 500_000
 
 /**
  * Seconds the group may take: seeding and 36 queries, measured ~40 s per million events on
@@ -88,7 +88,7 @@ const describe = (error: unknown) => (error instanceof Error ? error.message : S
 
 const dayMs = 24 * 60 * 60 * 1000
 /** The seeded day: 2026-11-23T00:00Z to 2026-11-24T00:00Z. */
-const dayStart = Date.UTC(2026, 10, 23)
+export const dayStart = Date.UTC(2026, 10, 23)
 const stepMs = 15 * 60 * 1000
 
 const everything: AccessFilter = { grants: [{ namespace: { _tag: "Any" }, ids: undefined }], restrictions: undefined }
@@ -115,7 +115,7 @@ const query = (
 })
 
 /** The queries timed, as a dashboard of the query API would send them. */
-const queries: ReadonlyArray<{ readonly label: string; readonly query: RequestEventAggregation }> = [
+export const queries: ReadonlyArray<{ readonly label: string; readonly query: RequestEventAggregation }> = [
   {
     label: "request_events count groupBy [connector_id, response_status_code]",
     query: query("count", ["connector_id", "response_status_code"])
@@ -128,7 +128,7 @@ const queries: ReadonlyArray<{ readonly label: string; readonly query: RequestEv
 ]
 
 /** Events `from`..`to` (inclusive) of `n`, evenly over the day; every value derived from the index. */
-const seedStatement = (n: number, from: number, to: number) => `
+export const seedStatement = (n: number, from: number, to: number) => `
   INSERT INTO request_events (id, timestamp, namespace, type, method, host, path, response_status_code,
     response_source, connector_id, connector_version, connection_id, actor_id, duration_ms, labels)
   SELECT 'req_bench_' || lpad(i::text, 8, '0'),

@@ -25,7 +25,8 @@ for (const [backend, db] of TestDatabase.backends) {
           [1, "request_events"],
           [2, "request_event_indexes"],
           [3, "resource_snapshots"],
-          [4, "request_event_rollups"]
+          [4, "request_event_rollups"],
+          [5, "request_event_write_indexes"]
         ])
         assert.deepStrictEqual(yield* Migrations.migrateMain, [])
         assert.deepStrictEqual(yield* Migrations.migrateAppMetrics, [])
@@ -47,7 +48,8 @@ for (const [backend, db] of TestDatabase.backends) {
           { migration_id: 1, name: "request_events" },
           { migration_id: 2, name: "request_event_indexes" },
           { migration_id: 3, name: "resource_snapshots" },
-          { migration_id: 4, name: "request_event_rollups" }
+          { migration_id: 4, name: "request_event_rollups" },
+          { migration_id: 5, name: "request_event_write_indexes" }
         ])
 
         const tables = yield* sql<{ tableName: string }>`
@@ -135,9 +137,14 @@ for (const [backend, db] of TestDatabase.backends) {
             "rate_limits_labels_gin",
             "rate_limits_namespace_name_live",
             "request_events_connection_timestamp_idx",
-            "request_events_connector_timestamp_idx",
-            "request_events_labels_gin",
-            "request_events_namespace_timestamp_idx",
+            // Migration 0005: the embedded PGlite keeps only the indexes its writes must pay for.
+            ...(backend === "postgres"
+              ? [
+                  "request_events_connector_timestamp_idx",
+                  "request_events_labels_gin",
+                  "request_events_namespace_timestamp_idx"
+                ]
+              : []),
             "request_events_timestamp_id_idx",
             "resource_snapshots_kind_taken_idx",
             "tasks_active_subject",
@@ -153,17 +160,19 @@ for (const [backend, db] of TestDatabase.backends) {
         const def = (name: string) => indexes.find((i) => i.indexname === name)?.indexdef ?? ""
         assert.match(def("actors_external_id_live"), /UNIQUE INDEX .* \(external_id\) WHERE \(deleted_at IS NULL\)/)
         assert.match(def("actors_labels_gin"), /USING gin \(labels\)/)
-        assert.match(def("request_events_labels_gin"), /USING gin \(labels\)/)
         assert.match(
           def("notifications_connection_key_active"),
           /UNIQUE INDEX .* \(connection_id, key\) WHERE \(resolved_at IS NULL\)/
         )
         assert.match(def("request_events_connection_timestamp_idx"), /\(connection_id, "?timestamp"?\)/)
         assert.match(def("request_events_timestamp_id_idx"), /\("?timestamp"? DESC, id DESC\)/)
-        assert.match(
-          def("request_events_namespace_timestamp_idx"),
-          /\(namespace text_pattern_ops, "?timestamp"? DESC\)/
-        )
+        if (backend === "postgres") {
+          assert.match(def("request_events_labels_gin"), /USING gin \(labels\)/)
+          assert.match(
+            def("request_events_namespace_timestamp_idx"),
+            /\(namespace text_pattern_ops, "?timestamp"? DESC\)/
+          )
+        }
       })
     )
   })

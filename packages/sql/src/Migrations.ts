@@ -19,6 +19,7 @@ import metrics0001 from "./migrations/metrics/0001_request_events.ts"
 import metrics0002 from "./migrations/metrics/0002_request_event_indexes.ts"
 import metrics0003 from "./migrations/metrics/0003_resource_snapshots.ts"
 import metrics0004 from "./migrations/metrics/0004_request_event_rollups.ts"
+import metrics0005 from "./migrations/metrics/0005_request_event_write_indexes.ts"
 
 /** Migrations table of the main database. */
 export const mainTable = "schema_migrations"
@@ -43,7 +44,8 @@ export const appMetricsLoader: Migrator.Loader = Migrator.fromRecord({
   "0001_request_events": metrics0001,
   "0002_request_event_indexes": metrics0002,
   "0003_resource_snapshots": metrics0003,
-  "0004_request_event_rollups": metrics0004
+  "0004_request_event_rollups": metrics0004,
+  "0005_request_event_write_indexes": metrics0005
 })
 
 const run = Migrator.make({})

@@ -89,6 +89,13 @@ const selectedColumns = requestEventColumns
   .map((column) => (column === "timestamp" ? "date_trunc('milliseconds', timestamp)" : column))
   .join(", ")
 
+/**
+ * What the INSERT hands the rollup upsert: the columns the rollups read, not `*` (the CTE's rows
+ * are materialised, and labels and the rate-limit JSON were copied there for nothing).
+ */
+const rollupSourceColumns =
+  "timestamp, namespace, type, method, response_status_code, response_source, connector_id, duration_ms"
+
 /** Storage of request events. Decoding failures of stored rows are defects. */
 export class RequestEventRepo extends Context.Service<
   RequestEventRepo,
@@ -142,7 +149,7 @@ export class RequestEventRepo extends Context.Service<
             WITH ins AS (INSERT INTO request_events (${sql.literal(storedColumns)})
               SELECT ${sql.literal(selectedColumns)}
               FROM json_populate_recordset(NULL::request_events, ${rows}::json)
-              ON CONFLICT (id) DO NOTHING RETURNING *),
+              ON CONFLICT (id) DO NOTHING RETURNING ${sql.literal(rollupSourceColumns)}),
             rollup AS (${sql.literal(rollupUpsertSql("ins"))})
             SELECT count(*) AS inserted FROM ins`
           inserted += Number(result[0]?.inserted ?? 0)

@@ -124,7 +124,10 @@ layer(TestDatabase.pgliteMemory, { timeout: "60 seconds" })("migration 0004", (i
           VALUES (${e.id}, ${new Date(e.timestamp)}, ${e.namespace}, ${e.type}, ${e.method}, ${e.host}, ${e.path},
           ${e.response_status_code}, ${e.response_source}, ${e.connector_id}, ${e.duration_ms})`
       }
-      assert.deepStrictEqual(yield* Migrations.migrateAppMetrics, [[4, "request_event_rollups"]])
+      assert.deepStrictEqual(yield* Migrations.migrateAppMetrics, [
+        [4, "request_event_rollups"],
+        [5, "request_event_write_indexes"]
+      ])
       const repo = yield* RequestEventRepo.make
       for (const groupBy of [[], ["method", "response_status_code", "connector_id"]] as const) {
         const query: RequestEventAggregation = {
