@@ -16,6 +16,7 @@
  */
 import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
+import { isBuiltin } from "node:module"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { parseArgs } from "node:util"
@@ -79,10 +80,13 @@ const packageName = (specifier: string) => {
 }
 
 const staticImport = /(?:^|[;\n])\s*(?:import|export)\s*(?:[^"'();]*?\sfrom\s*)?["']([^"']+)["']/g
+// CommonJS packages loaded on first use through `createRequire` (Ajv): `require("ajv/dist/2020.js")`,
+// renamed `require$1(…)` by the bundler when the name is taken.
+const requireCall = /\brequire(?:\$\d+)?\(\s*["']([^"'.][^"']*)["']\s*\)/g
 
 /**
- * The packages a bundle needs: the bare specifiers imported statically by its entry files and the
- * chunks they import statically. A chunk loaded only by `import()` (S3 blob storage, the gRPC
+ * The packages a bundle needs: the bare specifiers imported statically (or `require`d on first use)
+ * by its entry files and the chunks they import statically. A chunk loaded only by `import()` (S3 blob storage, the gRPC
  * exporter) is left out with its imports: the test kit's configuration never loads it.
  */
 const neededPackages = (dir: string, entries: ReadonlyArray<string>): ReadonlySet<string> => {
@@ -96,6 +100,10 @@ const neededPackages = (dir: string, entries: ReadonlyArray<string>): ReadonlySe
       const specifier = match[1] ?? ""
       if (specifier.startsWith(".")) queue.push(path.resolve(path.dirname(file), specifier))
       else if (!specifier.startsWith("node:") && !specifier.startsWith("svc:")) found.add(packageName(specifier))
+    }
+    for (const match of fs.readFileSync(file, "utf8").matchAll(requireCall)) {
+      const name = packageName(match[1] ?? "")
+      if (!isBuiltin(name) && fs.existsSync(path.join(repoRoot, "node_modules", name, "package.json"))) found.add(name)
     }
   }
   return found
