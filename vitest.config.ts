@@ -22,6 +22,9 @@ export default defineConfig({
     fileParallelism: true,
     maxWorkers: 2,
     reporters: ["default", "./test/support/SummaryReporter.ts"],
+    // `expect.poll` waits on a condition up to 10 s (vitest's own default is 1 s): a browser test
+    // waiting for svc's answer on a loaded 2-core machine is slow, not wrong.
+    expect: { poll: { timeout: 10_000 } },
     // Two tiers; `vitest run` (npm test) runs both, `npm run test:unit` the fast one alone.
     projects: [
       {
