@@ -182,6 +182,10 @@ for (const start of [startGrpcReceiver, startHttpReceiver]) {
         expect(duration.reduce((n, p) => n + p.count, 0)).toBe(4)
         for (const p of points) expect(Object.values(p.attributes)).not.toContain("cnr_test")
         expect(points.find((p) => p.metric === "svc.client.response.body.size")?.unit).toBe("By")
+        // The request's size is the route's own count (the caller's content-length is not forwarded).
+        const requestSize = points.filter((p) => p.metric === "svc.client.request.body.size")
+        expect(requestSize.every((p) => p.unit === "By" && p.type === "histogram")).toBe(true)
+        expect(requestSize.reduce((n, p) => n + p.count, 0)).toBe(4)
         expect(points.find((p) => p.metric === "svc.oauth2.refresh.attempts.total")?.attributes).toEqual({
           result: "failure",
           "svc.label.team": "red"

@@ -46,7 +46,15 @@ export const readEnvelope = (body: ProxyRequest): EnvelopeRequest | ReturnType<t
   } else if (body.bodyRaw !== undefined) {
     payload = Buffer.from(body.bodyRaw, "base64")
   }
-  return { method: body.method, url: new URL(body.url), headers, labels: body.labels, replayable: true, payload }
+  return {
+    method: body.method,
+    url: new URL(body.url),
+    headers,
+    labels: body.labels,
+    replayable: true,
+    bodySize: payload?.byteLength ?? 0,
+    payload
+  }
 }
 
 /** The upstream request of an envelope with credentials in place. */

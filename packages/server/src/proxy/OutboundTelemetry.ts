@@ -63,7 +63,8 @@ export const outboundTelemetry = (telemetry: TelemetryApi): OutboundTelemetry | 
         requestLabels: request.labels,
         propagateTraceContext: target.definition.telemetry?.propagateTraceContext,
         parent,
-        requestBodySize: lengthOf(request.headers["content-length"])
+        // The caller's `content-length` is not among the forwarded headers: the route's own count.
+        requestBodySize: request.bodySize
       })
       spans.set(request, span)
       if (span.traceparent !== undefined) sent.headers.traceparent = span.traceparent

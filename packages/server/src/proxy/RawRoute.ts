@@ -82,6 +82,7 @@ export const readRaw = (input: RawInput): RawRequest | BadRequest => {
     headers: forwardable(request.headers, false),
     labels: labels.labels,
     replayable: !hasBody,
+    bodySize: hasBody ? (length !== undefined && Number.isSafeInteger(length) ? length : undefined) : 0,
     incoming: request,
     response: input.response,
     hasBody,

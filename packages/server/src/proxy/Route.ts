@@ -30,6 +30,8 @@ export interface CallerRequest {
   readonly labels: Labels | undefined
   /** The body can be sent again: a 401 may be retried once after a token refresh. */
   readonly replayable: boolean
+  /** The body's size in bytes when known before it is sent (a declared length, an envelope's body). */
+  readonly bodySize: number | undefined
 }
 
 /** The head of an upstream answer, whatever the transport. */
