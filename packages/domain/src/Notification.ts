@@ -123,6 +123,27 @@ export const setupNotice = (connectionId: string): NotificationInput => ({
   metadata: {}
 })
 
+/** The key of the namespace-level notice raised when a webhook endpoint is auto-disabled (issue 34). */
+export const webhookDisabledKey = "svc.webhook_disabled"
+
+/**
+ * The notice of an endpoint that `webhooks.disable_after` disabled: shown to the namespace's
+ * actors who may read the endpoint; its action (the admin UI's webhooks screen) is re-enabling
+ * it, which resolves the notice. Names, never the URL or the secret.
+ */
+export const webhookDisabledNotice = (webhook: {
+  readonly id: string
+  readonly name: string
+  readonly failingSince: Date
+}): NotificationInput => ({
+  key: webhookDisabledKey,
+  level: "warning",
+  title: "Webhook endpoint disabled",
+  message: `Webhook endpoint ${webhook.name} kept failing since ${webhook.failingSince.toISOString()} and was disabled; re-enable it once the receiver works again.`,
+  action_url: "/ui/#webhooks",
+  metadata: { webhook_id: webhook.id, failing_since: webhook.failingSince.toISOString() }
+})
+
 /** What raising a notice under `key` does to the connection's other required-action notices. */
 export interface SeverityRule {
   /** Less severe active notices this one resolves. */

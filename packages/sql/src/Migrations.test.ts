@@ -19,7 +19,8 @@ for (const [backend, db] of TestDatabase.backends) {
           [6, "connection_controls"],
           [7, "tasks"],
           [8, "active_tasks_by_subject"],
-          [9, "webhooks"]
+          [9, "webhooks"],
+          [10, "webhook_notices"]
         ])
         assert.deepStrictEqual(yield* Migrations.migrateAppMetrics, [
           [1, "request_events"],
@@ -42,7 +43,8 @@ for (const [backend, db] of TestDatabase.backends) {
           { migration_id: 6, name: "connection_controls" },
           { migration_id: 7, name: "tasks" },
           { migration_id: 8, name: "active_tasks_by_subject" },
-          { migration_id: 9, name: "webhooks" }
+          { migration_id: 9, name: "webhooks" },
+          { migration_id: 10, name: "webhook_notices" }
         ])
         assert.deepStrictEqual(yield* history("app_metrics_schema_migrations"), [
           { migration_id: 1, name: "request_events" },
@@ -133,6 +135,7 @@ for (const [backend, db] of TestDatabase.backends) {
             "notifications_active_created",
             "notifications_connection_key_active",
             "notifications_namespace",
+            "notifications_webhook_key_active",
             "probe_states_due",
             "rate_limits_labels_gin",
             "rate_limits_namespace_name_live",
@@ -163,6 +166,10 @@ for (const [backend, db] of TestDatabase.backends) {
         assert.match(
           def("notifications_connection_key_active"),
           /UNIQUE INDEX .* \(connection_id, key\) WHERE \(resolved_at IS NULL\)/
+        )
+        assert.match(
+          def("notifications_webhook_key_active"),
+          /UNIQUE INDEX .* \(webhook_id, key\) WHERE \(\(resolved_at IS NULL\) AND \(webhook_id IS NOT NULL\)\)/
         )
         assert.match(def("request_events_connection_timestamp_idx"), /\(connection_id, "?timestamp"?\)/)
         assert.match(def("request_events_timestamp_id_idx"), /\("?timestamp"? DESC, id DESC\)/)

@@ -15,6 +15,7 @@ import main0006 from "./migrations/main/0006_connection_controls.ts"
 import main0007 from "./migrations/main/0007_tasks.ts"
 import main0008 from "./migrations/main/0008_active_tasks_by_subject.ts"
 import main0009 from "./migrations/main/0009_webhooks.ts"
+import main0010 from "./migrations/main/0010_webhook_notices.ts"
 import metrics0001 from "./migrations/metrics/0001_request_events.ts"
 import metrics0002 from "./migrations/metrics/0002_request_event_indexes.ts"
 import metrics0003 from "./migrations/metrics/0003_resource_snapshots.ts"
@@ -36,7 +37,8 @@ export const mainLoader: Migrator.Loader = Migrator.fromRecord({
   "0006_connection_controls": main0006,
   "0007_tasks": main0007,
   "0008_active_tasks_by_subject": main0008,
-  "0009_webhooks": main0009
+  "0009_webhooks": main0009,
+  "0010_webhook_notices": main0010
 })
 
 /** App-metrics migrations, keyed `<id>_<name>`. */

@@ -16,6 +16,9 @@ const within = (path: string): AccessFilter => ({
   restrictions: undefined
 })
 
+/** No rows at all. */
+const none: AccessFilter = { grants: [], restrictions: undefined }
+
 /** The notice id of an upsert result ("" when there is none). */
 const idOf = (result: UpsertResult): string => (result._tag === "NoConnection" ? "" : result.id)
 
@@ -96,6 +99,7 @@ for (const [backend, db] of TestDatabase.backends) {
         assert.deepStrictEqual(yield* repo.markViewed("act_up1", [id], [], at(3)), [id])
         const viewed = (yield* repo.list({
           access: within("root.up"),
+          webhookAccess: none,
           actorId: "act_up1",
           includeViewed: true,
           after: undefined,
@@ -116,6 +120,7 @@ for (const [backend, db] of TestDatabase.backends) {
         assert.strictEqual(DateTime.toEpochMillis(row.updatedAt), at(4).getTime())
         const after = (yield* repo.list({
           access: within("root.up"),
+          webhookAccess: none,
           actorId: "act_up1",
           includeViewed: false,
           after: undefined,
@@ -204,8 +209,9 @@ for (const [backend, db] of TestDatabase.backends) {
         const resolved = idOf(yield* repo.upsert(notice("cxn_lsa1", "gone", 5)))
         yield* repo.resolve("cxn_lsa1", "gone", at(6))
         const page = (actorId: string, access: AccessFilter, includeViewed: boolean) =>
-          Effect.map(repo.list({ access, actorId, includeViewed, after: undefined, limit: 10 }), (result) =>
-            result.rows.map((row) => row.id)
+          Effect.map(
+            repo.list({ access, webhookAccess: none, actorId, includeViewed, after: undefined, limit: 10 }),
+            (result) => result.rows.map((row) => row.id)
           )
         assert.deepStrictEqual(yield* page("act_ls1", within("root.ls"), false), [b1, a2, a1])
         assert.deepStrictEqual(yield* page("act_ls1", within("root.ls.a"), false), [a2, a1])
@@ -229,6 +235,7 @@ for (const [backend, db] of TestDatabase.backends) {
 
         const first = yield* repo.list({
           access: within("root.ls"),
+          webhookAccess: none,
           actorId: "act_ls2",
           includeViewed: true,
           after: undefined,
@@ -238,6 +245,7 @@ for (const [backend, db] of TestDatabase.backends) {
         const last = first.rows[1]!
         const second = yield* repo.list({
           access: within("root.ls"),
+          webhookAccess: none,
           actorId: "act_ls2",
           includeViewed: true,
           after: { createdAt: DateTime.formatIso(last.createdAt), id: last.id },

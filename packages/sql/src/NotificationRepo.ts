@@ -3,6 +3,11 @@
  * key), updated in place when raised again; the severity rule between required-action keys
  * applied in the same transaction; lists filtered by permission in SQL; `viewed` per actor.
  * Only notices of live connections are listed or marked.
+ *
+ * A notice may instead belong to a webhook endpoint (main schema 0010): a namespace-level notice
+ * (the endpoint was auto-disabled) written by `WebhookRepo.disableFailing`, listed only to actors
+ * who may also read that endpoint (`webhookAccess`), resolved when the endpoint is re-enabled or
+ * deleted.
  */
 import type { AccessFilter } from "@svc/domain/AccessFilter"
 import { NotificationLevel, NotificationMetadata, type SeverityRule } from "@svc/domain/Notification"
@@ -34,10 +39,13 @@ export type UpsertResult =
   | { readonly _tag: "Created" | "Updated" | "Unchanged" | "Blocked"; readonly id: string }
   | { readonly _tag: "NoConnection" }
 
-/** An active notice of a live connection. */
+/** An active notice of a live connection or live webhook endpoint. */
 export const NotificationRow = Schema.Struct({
   id: Schema.String,
-  connectionId: Schema.String,
+  /** The connection of a connection notice; null on a webhook endpoint's notice. */
+  connectionId: Schema.NullOr(Schema.String),
+  /** The endpoint of a webhook endpoint's notice; null on a connection notice. */
+  webhookId: Schema.NullOr(Schema.String),
   namespace: Schema.String,
   key: Schema.String,
   level: NotificationLevel,
@@ -57,6 +65,8 @@ export type ListedNotificationRow = typeof ListedNotificationRow.Type
 /** One page request: newest first, keyset on (created_at, id). */
 export interface NotificationQuery {
   readonly access: AccessFilter
+  /** Who may read webhook endpoints (`webhooks:get`): a webhook endpoint's notice must pass it too. */
+  readonly webhookAccess: AccessFilter
   readonly actorId: string
   readonly includeViewed: boolean
   readonly after: { readonly createdAt: string; readonly id: string } | undefined
@@ -90,14 +100,16 @@ export class NotificationRepo extends Context.Service<
       SqlError
     >
     /**
-     * Marks the active notices among `ids` that pass every filter of `access` viewed by
-     * `actorId`; returns those ids (already viewed ones included, the first view time kept).
+     * Marks the active notices among `ids` that pass every filter of `access` (and, for a
+     * webhook endpoint's notice, `webhookAccess` when given) viewed by `actorId`; returns those
+     * ids (already viewed ones included, the first view time kept).
      */
     readonly markViewed: (
       actorId: string,
       ids: ReadonlyArray<string>,
       access: ReadonlyArray<AccessFilter>,
-      now: Date
+      now: Date,
+      webhookAccess?: AccessFilter
     ) => Effect.Effect<ReadonlyArray<string>, SqlError>
   }
 >()("@svc/sql/NotificationRepo") {
@@ -188,17 +200,27 @@ export class NotificationRepo extends Context.Service<
         return rows.length > 0
       })
 
-      const live = sql`n.resolved_at IS NULL AND c.deleted_at IS NULL`
+      // A notice's subject: its connection or its webhook endpoint, live.
+      const subjects = sql`LEFT JOIN connections c ON c.id = n.connection_id
+        LEFT JOIN webhooks w ON w.id = n.webhook_id`
+      const live = sql`n.resolved_at IS NULL AND ((c.id IS NOT NULL AND c.deleted_at IS NULL)
+        OR (w.id IS NOT NULL AND w.deleted_at IS NULL))`
+      const webhookWhere = (filter: AccessFilter) =>
+        sql`(n.webhook_id IS NULL OR ${accessWhere(sql, filter, { namespace: "n.namespace", id: "n.webhook_id" })})`
 
       const find = Effect.fn("NotificationRepo.find")(function* (id: string) {
-        const rows = yield* sql`SELECT n.* FROM notifications n JOIN connections c ON c.id = n.connection_id
+        const rows = yield* sql`SELECT n.* FROM notifications n ${subjects}
           WHERE n.id = ${id} AND ${live}`
         const decoded = yield* Effect.orDie(decodeRows(rows))
         return Option.fromNullishOr(decoded[0])
       })
 
       const list = Effect.fn("NotificationRepo.list")(function* (query: NotificationQuery) {
-        const where = [live, accessWhere(sql, query.access, { namespace: "n.namespace", id: "n.id" })]
+        const where = [
+          live,
+          accessWhere(sql, query.access, { namespace: "n.namespace", id: "n.id" }),
+          webhookWhere(query.webhookAccess)
+        ]
         if (!query.includeViewed) where.push(sql`v.actor_id IS NULL`)
         if (query.after !== undefined) {
           where.push(sql`(n.created_at, n.id) < (CAST(${query.after.createdAt} AS timestamptz), ${query.after.id})`)
@@ -206,7 +228,7 @@ export class NotificationRepo extends Context.Service<
         const rows = yield* sql`
           SELECT n.*, (v.actor_id IS NOT NULL) AS viewed
           FROM notifications n
-          JOIN connections c ON c.id = n.connection_id
+          ${subjects}
           LEFT JOIN notification_views v ON v.notification_id = n.id AND v.actor_id = ${query.actorId}
           WHERE ${sql.and(where)}
           ORDER BY n.created_at DESC, n.id DESC
@@ -219,7 +241,8 @@ export class NotificationRepo extends Context.Service<
         actorId: string,
         ids: ReadonlyArray<string>,
         access: ReadonlyArray<AccessFilter>,
-        now: Date
+        now: Date,
+        webhookAccess?: AccessFilter
       ) {
         if (ids.length === 0) return []
         const where = [
@@ -227,9 +250,10 @@ export class NotificationRepo extends Context.Service<
           sql`n.id IN ${sql.in([...new Set(ids)])}`,
           ...access.map((filter) => accessWhere(sql, filter, { namespace: "n.namespace", id: "n.id" }))
         ]
+        if (webhookAccess !== undefined) where.push(webhookWhere(webhookAccess))
         const rows = yield* sql<{ id: string }>`
           WITH visible AS (
-            SELECT n.id FROM notifications n JOIN connections c ON c.id = n.connection_id WHERE ${sql.and(where)}
+            SELECT n.id FROM notifications n ${subjects} WHERE ${sql.and(where)}
           ), marked AS (
             INSERT INTO notification_views (notification_id, actor_id, viewed_at)
             SELECT id, ${actorId}, ${now} FROM visible

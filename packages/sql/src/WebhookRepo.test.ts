@@ -1,4 +1,5 @@
 import { assert, layer } from "@effect/vitest"
+import type { AccessFilter } from "@svc/domain/AccessFilter"
 import type { ConnectionId, ConnectorId } from "@svc/domain/Ids"
 import { Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
@@ -6,6 +7,7 @@ import { ConnectionControlRepo } from "./ConnectionControlRepo.ts"
 import { ConnectionRepo } from "./ConnectionRepo.ts"
 import { ConnectorRepo } from "./ConnectorRepo.ts"
 import * as Migrations from "./Migrations.ts"
+import { NotificationRepo } from "./NotificationRepo.ts"
 import { jsonb, ResourceRepo } from "./ResourceRepo.ts"
 import * as TestDatabase from "./TestDatabase.ts"
 import { at, envelope, fixtureId } from "./TestRows.ts"
@@ -13,6 +15,25 @@ import { WebhookRepo } from "./WebhookRepo.ts"
 
 const cxr = (tag: string) => fixtureId("cxr", tag)
 const cxn = (tag: string) => fixtureId("cxn", tag)
+
+/** Rows of `path` or below. */
+const within = (path: string): AccessFilter => ({
+  grants: [{ namespace: { _tag: "Path", path, subtree: true }, ids: undefined }],
+  restrictions: undefined
+})
+const none: AccessFilter = { grants: [], restrictions: undefined }
+
+let notices = 0
+/** The auto-disable notice as the delivery loop builds it (fixed content, a fresh id). */
+const disabledNotice = (endpoint: { readonly id: string; readonly name: string; readonly failingSince: Date }) => ({
+  id: `ntf_wh_${++notices}`,
+  key: "svc.webhook_disabled",
+  level: "warning" as const,
+  title: "Webhook endpoint disabled",
+  message: `${endpoint.name} disabled`,
+  actionUrl: "/ui/#webhooks",
+  metadata: { webhook_id: endpoint.id, failing_since: endpoint.failingSince.toISOString() }
+})
 
 let serial = 0
 const ids = () => {
@@ -26,6 +47,7 @@ for (const [backend, db] of TestDatabase.backends) {
     ConnectorRepo.layer,
     ConnectionRepo.layer,
     ConnectionControlRepo.layer,
+    NotificationRepo.layer,
     WebhookRepo.layer
   ).pipe(Layer.provideMerge(Layer.provideMerge(Migrations.layerMain, db)))
 
@@ -219,20 +241,107 @@ for (const [backend, db] of TestDatabase.backends) {
         assert.strictEqual(done.state, "succeeded")
         assert.strictEqual(done.attempts, 2)
         // The endpoint failed once then succeeded: its failure clock is clear, it is not disabled.
-        assert.deepStrictEqual(yield* webhooks.disableFailing(at(1000), at(1000)), [])
+        assert.deepStrictEqual(yield* webhooks.disableFailing(at(1000), at(1000), disabledNotice), [])
         // A disabled endpoint's pending deliveries are not claimed (and do not crowd out the others).
         yield* webhooks.recordAttempt(
           third.find((d) => d.webhookId === "wh_slow")!.id,
           { _tag: "Failed", statusCode: 500, error: "HTTP 500", retryAt: at(50) },
           at(32)
         )
-        assert.deepStrictEqual(yield* webhooks.disableFailing(at(32), at(33)), [
+        assert.deepStrictEqual(yield* webhooks.disableFailing(at(32), at(33), disabledNotice), [
           { id: "wh_slow", namespace: "root.claim" }
         ])
         const fourth = yield* webhooks.claimDue(at(60), at(70), 1, 10, {})
         assert.strictEqual(per(fourth, "wh_slow"), 0)
         assert.strictEqual(per(fourth, "wh_fast"), 1)
       })
+    )
+
+    it.effect(
+      "an auto-disabled endpoint raises one namespace-level notice; re-enabling or deleting it resolves it",
+      () =>
+        Effect.gen(function* () {
+          const sql = yield* SqlClient.SqlClient
+          const webhooks = yield* WebhookRepo
+          const notifications = yield* NotificationRepo
+          yield* endpoint("wh_ntc", "root.ntc.team")
+          yield* Effect.flatMap(ResourceRepo, (repo) =>
+            repo.insert("actors", {
+              id: "act_ntc",
+              ...envelope("root", "act_ntc"),
+              externalId: "act_ntc",
+              permissions: jsonb([]),
+              source: "api"
+            })
+          )
+          const failSince = (seconds: number) =>
+            sql`UPDATE webhooks SET failing_since = ${at(seconds)} WHERE id = 'wh_ntc'`
+          const list = (webhookAccess: AccessFilter, access = within("root.ntc")) =>
+            Effect.map(
+              notifications.list({
+                access,
+                webhookAccess,
+                actorId: "act_ntc",
+                includeViewed: true,
+                after: undefined,
+                limit: 10
+              }),
+              (page) => page.rows
+            )
+          const active = sql<{ id: string }>`SELECT id FROM notifications
+          WHERE webhook_id = 'wh_ntc' AND resolved_at IS NULL`
+
+          yield* failSince(1)
+          assert.deepStrictEqual(yield* webhooks.disableFailing(at(10), at(11), disabledNotice), [
+            { id: "wh_ntc", namespace: "root.ntc.team" }
+          ])
+          // Already disabled: nothing more, the notice is not duplicated.
+          assert.deepStrictEqual(yield* webhooks.disableFailing(at(20), at(21), disabledNotice), [])
+          assert.strictEqual((yield* active).length, 1)
+
+          const [notice] = yield* list(within("root.ntc"))
+          assert.deepStrictEqual(
+            [notice?.webhookId, notice?.connectionId, notice?.namespace, notice?.key, notice?.level, notice?.actionUrl],
+            ["wh_ntc", null, "root.ntc.team", "svc.webhook_disabled", "warning", "/ui/#webhooks"]
+          )
+          assert.deepStrictEqual(notice?.metadata, { webhook_id: "wh_ntc", failing_since: at(1).toISOString() })
+          const id = notice!.id
+          // Without read access to the endpoint (or outside its namespace) the notice is not listed or marked.
+          assert.deepStrictEqual(yield* list(none), [])
+          assert.deepStrictEqual(yield* list(within("root.other")), [])
+          assert.deepStrictEqual(yield* list(within("root"), none), [])
+          assert.deepStrictEqual(yield* notifications.markViewed("act_ntc", [id], [], at(12), none), [])
+          assert.deepStrictEqual(yield* notifications.markViewed("act_ntc", [id], [], at(12), within("root")), [id])
+          assert.strictEqual(Option.getOrThrow(yield* notifications.find(id)).webhookId, "wh_ntc")
+
+          // A notice names exactly one subject.
+          const orphan = (connectionId: string | null, webhookId: string | null) =>
+            Effect.flip(
+              sql`INSERT INTO notifications (id, connection_id, webhook_id, namespace, key, level, title, message,
+              metadata, created_at, updated_at)
+              VALUES (${`ntf_bad_${webhookId}`}, ${connectionId}, ${webhookId}, 'root.ntc', 'k', 'warning', 't', 'm',
+                '{}'::jsonb, ${at(1)}, ${at(1)})`
+            )
+          yield* orphan(null, null)
+          yield* connector(cxr("ntc"), "root.ntc")
+          yield* connection(cxn("ntc"), cxr("ntc"), "root.ntc")
+          yield* orphan(cxn("ntc"), "wh_ntc")
+
+          // Re-enabling resolves it (the same statement, whatever path re-enables).
+          yield* sql`UPDATE webhooks SET state = 'enabled', failing_since = NULL WHERE id = 'wh_ntc'`
+          assert.deepStrictEqual(yield* active, [])
+          assert.isTrue(Option.isNone(yield* notifications.find(id)))
+          assert.deepStrictEqual(yield* list(within("root")), [])
+
+          // Failing again raises a new notice; deleting the endpoint resolves it.
+          yield* failSince(30)
+          assert.strictEqual((yield* webhooks.disableFailing(at(40), at(41), disabledNotice)).length, 1)
+          const again = yield* active
+          assert.strictEqual(again.length, 1)
+          assert.notStrictEqual(again[0]?.id, id)
+          yield* sql`UPDATE webhooks SET deleted_at = ${at(42)} WHERE id = 'wh_ntc'`
+          assert.deepStrictEqual(yield* active, [])
+        })
     )
   })
 }

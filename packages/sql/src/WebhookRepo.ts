@@ -4,6 +4,7 @@
  * mid-delivery loses its lease and another worker sends again: at least once), the outcome of an
  * attempt, the delivery log, redelivery, the test event, and the retention of old entries.
  */
+import type { NotificationLevel } from "@svc/domain/Notification"
 import { type OutboxEvent, subscriptionMatches, type WebhookSubscription } from "@svc/domain/Webhook"
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
@@ -11,6 +12,25 @@ import type { SqlError } from "effect/sql/SqlError"
 import { jsonb } from "./ResourceRepo.ts"
 
 /** A delivery ready to send: the event, the endpoint's URL and sealed secret. */
+/** An endpoint `disableFailing` disabled. */
+export interface DisabledEndpoint {
+  readonly id: string
+  readonly namespace: string
+  readonly name: string
+  readonly failingSince: Date
+}
+
+/** The notice raised on a disabled endpoint; `id` is used only when a new row is inserted. */
+export interface WebhookNotice {
+  readonly id: string
+  readonly key: string
+  readonly level: NotificationLevel
+  readonly title: string
+  readonly message: string
+  readonly actionUrl: string | null
+  readonly metadata: Record<string, unknown>
+}
+
 export interface DueDelivery {
   readonly id: string
   readonly webhookId: string
@@ -125,10 +145,15 @@ export class WebhookRepo extends Context.Service<
     ) => Effect.Effect<ReadonlyArray<DueDelivery>, SqlError>
     /** Records an attempt and releases the lease; the endpoint's failing-since clock follows the outcome. */
     readonly recordAttempt: (id: string, outcome: AttemptOutcome, now: Date) => Effect.Effect<void, SqlError>
-    /** Marks enabled endpoints failing since before `cutoff` as `disabled`; their ids and namespaces. */
+    /**
+     * Marks enabled endpoints failing since before `cutoff` as `disabled` and, in the same
+     * transaction, raises on each the namespace-level notice `notice` makes (at most one active
+     * per endpoint and key); their ids and namespaces.
+     */
     readonly disableFailing: (
       cutoff: Date,
-      now: Date
+      now: Date,
+      notice: (endpoint: DisabledEndpoint) => WebhookNotice
     ) => Effect.Effect<ReadonlyArray<{ readonly id: string; readonly namespace: string }>, SqlError>
     /** One page of an endpoint's log, newest first, after the `(createdAt, id)` of `after`. */
     readonly list: (
@@ -297,12 +322,37 @@ export class WebhookRepo extends Context.Service<
         )
       })
 
-      const disableFailing = Effect.fn("WebhookRepo.disableFailing")(function* (cutoff: Date, now: Date) {
-        return yield* sql<{ id: string; namespace: string }>`
-          UPDATE webhooks SET state = 'disabled', updated_at = ${now}
-          WHERE deleted_at IS NULL AND state = 'enabled' AND failing_since IS NOT NULL AND failing_since <= ${cutoff}
-          RETURNING id, namespace`
-      })
+      const disableFailing = (cutoff: Date, now: Date, notice: (endpoint: DisabledEndpoint) => WebhookNotice) =>
+        sql
+          .withTransaction(
+            Effect.gen(function* () {
+              const disabled = yield* sql<{ id: string; namespace: string; name: string; failingSince: Date }>`
+                UPDATE webhooks SET state = 'disabled', updated_at = ${now}
+                WHERE deleted_at IS NULL AND state = 'enabled' AND failing_since IS NOT NULL
+                  AND failing_since <= ${cutoff}
+                RETURNING id, namespace, name, failing_since`
+              for (const endpoint of disabled) {
+                const raised = notice({ ...endpoint, failingSince: new Date(endpoint.failingSince) })
+                const row = {
+                  id: raised.id,
+                  webhookId: endpoint.id,
+                  namespace: endpoint.namespace,
+                  key: raised.key,
+                  level: raised.level,
+                  title: raised.title,
+                  message: raised.message,
+                  actionUrl: raised.actionUrl,
+                  metadata: jsonb(raised.metadata),
+                  createdAt: now,
+                  updatedAt: now
+                }
+                yield* sql`INSERT INTO notifications ${sql.insert(row)}
+                  ON CONFLICT (webhook_id, key) WHERE resolved_at IS NULL AND webhook_id IS NOT NULL DO NOTHING`
+              }
+              return disabled.map(({ id, namespace }) => ({ id, namespace }))
+            })
+          )
+          .pipe(Effect.withSpan("WebhookRepo.disableFailing"))
 
       const list = Effect.fn("WebhookRepo.list")(function* (
         webhookId: string,

@@ -9,6 +9,7 @@
  */
 import { createHmac } from "node:crypto"
 import { makeId } from "@svc/domain/Ids"
+import { storedActionUrl, webhookDisabledNotice } from "@svc/domain/Notification"
 import { signedContent } from "@svc/domain/Webhook"
 import { type AttemptOutcome, type DueDelivery, WebhookRepo } from "@svc/sql/WebhookRepo"
 import { Clock, Context, Effect, FiberSet, Layer, Queue } from "effect"
@@ -152,7 +153,23 @@ export class WebhookDelivery extends Context.Service<
             const fanned = yield* repo.fanOut(fanOutBatch, now, () => ({ id: makeId("whd"), messageId: makeId("msg") }))
             if (now.getTime() - lastDisableCheck >= Math.min(60_000, config.pollIntervalMs * 10)) {
               lastDisableCheck = now.getTime()
-              const disabled = yield* repo.disableFailing(new Date(now.getTime() - config.disableAfterMs), now)
+              // The namespace-level notice is written in the disabling transaction (docs/webhooks.md).
+              const disabled = yield* repo.disableFailing(
+                new Date(now.getTime() - config.disableAfterMs),
+                now,
+                (endpoint) => {
+                  const notice = webhookDisabledNotice(endpoint)
+                  return {
+                    id: makeId("ntf"),
+                    key: notice.key,
+                    level: notice.level,
+                    title: notice.title,
+                    message: notice.message,
+                    actionUrl: storedActionUrl(notice.action_url),
+                    metadata: notice.metadata ?? {}
+                  }
+                }
+              )
               for (const endpoint of disabled) {
                 yield* Effect.logWarning("webhook endpoint disabled after failing for webhooks.disable_after").pipe(
                   Effect.annotateLogs({ webhookId: endpoint.id, namespace: endpoint.namespace })

@@ -2,7 +2,9 @@
  * Connection notifications (spec 2.10, 2.11, 4.4): the actor-filtered list of active notices
  * (visible where the caller may `notifications:list` in the connection's namespace; `viewed` for
  * the caller; `can_action` when the caller may update the connection), marking viewed, and
- * `raise`/`clear` for the services that detect a required action.
+ * `raise`/`clear` for the services that detect a required action. A webhook endpoint's notice
+ * (auto-disabled, issue 34) is visible only where the caller may also `webhooks:get` that
+ * endpoint, and `can_action` means `webhooks:update` on it (re-enabling it resolves the notice).
  */
 import { accessFilter } from "@svc/domain/AccessFilter"
 import { BadRequest, Forbidden, NotFound } from "@svc/domain/Errors"
@@ -31,6 +33,8 @@ export interface NotificationListRequest {
 }
 
 const resource = "notifications"
+/** A webhook endpoint's notice is shown only to who may read the endpoint. */
+const webhookVerb = "get"
 const order = { field: "created_at", direction: "DESC" } as const
 const invalidCursor = new BadRequest({ error: "the cursor is not valid for this list", code: "invalid_cursor" })
 const notFound = (id: string) => new NotFound({ error: `notification ${id} not found`, code: "not_found" })
@@ -78,7 +82,11 @@ export class Notifications extends Context.Service<
         action_url: storedActionUrl(row.actionUrl),
         metadata: row.metadata,
         viewed: row.viewed,
-        can_action: ops.allowed(actor, Kinds.connections, "update", row.namespace, row.connectionId),
+        can_action:
+          row.webhookId !== null
+            ? ops.allowed(actor, Kinds.webhooks, "update", row.namespace, row.webhookId)
+            : row.connectionId !== null &&
+              ops.allowed(actor, Kinds.connections, "update", row.namespace, row.connectionId),
         created_at: DateTime.formatIso(row.createdAt)
       })
 
@@ -102,6 +110,7 @@ export class Notifications extends Context.Service<
         const page = yield* Effect.orDie(
           repo.list({
             access: accessFilter(actor, resource, "list"),
+            webhookAccess: accessFilter(actor, Kinds.webhooks.permission, webhookVerb),
             actorId: actor.id,
             includeViewed,
             after,
@@ -123,6 +132,10 @@ export class Notifications extends Context.Service<
         const found = yield* Effect.orDie(repo.find(id))
         // spec 5, SECURITY: what the caller cannot see answers 404, what it can see but not change 403.
         if (Option.isNone(found) || !may(actor, "list", found.value.namespace, id)) return yield* notFound(id)
+        const webhookId = found.value.webhookId
+        if (webhookId !== null && !ops.allowed(actor, Kinds.webhooks, webhookVerb, found.value.namespace, webhookId)) {
+          return yield* notFound(id)
+        }
         if (!may(actor, "update", found.value.namespace, id)) {
           return yield* new Forbidden({ error: `permission ${resource}:update is required`, code: "forbidden" })
         }
@@ -134,7 +147,8 @@ export class Notifications extends Context.Service<
         ids: ReadonlyArray<string>
       ) {
         const access = [accessFilter(actor, resource, "list"), accessFilter(actor, resource, "update")]
-        yield* Effect.orDie(repo.markViewed(actor.id, ids, access, yield* nowDate))
+        const webhookAccess = accessFilter(actor, Kinds.webhooks.permission, webhookVerb)
+        yield* Effect.orDie(repo.markViewed(actor.id, ids, access, yield* nowDate, webhookAccess))
       })
 
       const raise = Effect.fn("Notifications.raise")(function* (
