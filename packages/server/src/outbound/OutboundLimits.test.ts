@@ -1,5 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, type Scope } from "effect"
+import { Readable } from "node:stream"
+import { setTimeout as sleep } from "node:timers/promises"
 import { BadGateway, BadRequest, GatewayTimeout } from "@svc/domain/Errors"
 import type { Resolver } from "./GuardedConnector.ts"
 import { Outbound, type SendOptions } from "./Outbound.ts"
@@ -40,6 +42,55 @@ describe("Outbound.send limits", () => {
     Effect.gen(function* () {
       const server = yield* serve(() => {})
       const error = yield* sendFailure(get(`${server.origin}/slow`), options({ firstByteMs: 100 }))
+      assert.strictEqual(error.reason, "timeout")
+      assert.include(error.detail, "response headers")
+    }))
+
+  test("the first-byte deadline starts once the request body has been sent, not during a slow upload", () =>
+    Effect.gen(function* () {
+      // Issue 32 item 15: 8 chunks, 60 ms apart, take longer than the 100 ms first-byte deadline;
+      // the upstream answers as soon as it has the whole body.
+      const server = yield* serve((request, response) => response.end(String(request.body.length)))
+      const slowBody = () =>
+        Readable.from(
+          (async function* () {
+            for (let i = 0; i < 8; i++) {
+              await sleep(60)
+              yield Buffer.alloc(1024, 97)
+            }
+          })()
+        )
+      const outbound = yield* Outbound
+      const streamed = yield* outbound.stream(
+        { method: "POST", url: new URL(`${server.origin}/upload`), headers: {}, body: slowBody() },
+        options({ firstByteMs: 100 })
+      )
+      const text = yield* Effect.promise(
+        () =>
+          new Promise<string>((resolve, reject) => {
+            let received = ""
+            streamed.body.pipe(
+              {
+                write: (chunk) => {
+                  received += Buffer.from(chunk).toString()
+                  return true
+                },
+                end: () => resolve(received),
+                once: () => undefined
+              },
+              () => reject(new Error("the body was cut"))
+            )
+          })
+      )
+      assert.deepStrictEqual([streamed.status, text], [200, "8192"])
+      // Still a deadline once the body is sent: an upstream that then stays silent times out.
+      const silent = yield* serve(() => {})
+      const error = yield* Effect.flip(
+        outbound.stream(
+          { method: "POST", url: new URL(`${silent.origin}/upload`), headers: {}, body: slowBody() },
+          options({ firstByteMs: 100 })
+        )
+      )
       assert.strictEqual(error.reason, "timeout")
       assert.include(error.detail, "response headers")
     }))

@@ -4,7 +4,7 @@
  * straight to the caller's response, which pauses the upstream when the caller reads slowly
  * (back-pressure reaches the upstream socket) and aborts the upstream exchange when the caller
  * goes away. Connect and first-byte deadlines are wall-clock
- * timers; after the headers, the connector's total timeout bounds each silence between chunks
+ * timers, the first-byte one from the moment the request body has been sent; after the headers, the connector's total timeout bounds each silence between chunks
  * (a stream such as server-sent events may last longer than any single deadline).
  */
 import type { Dispatcher } from "undici"
@@ -89,7 +89,12 @@ export const startStreamExchange = (
         return
       }
       started = true
-      arm(timeouts.firstByteMs, `no response headers within ${timeouts.firstByteMs} ms`)
+      // The connect deadline is met; the first-byte deadline starts once the request body has
+      // been sent (`onRequestSent`): a slow upload is not the upstream's silence.
+      stopTimer()
+    },
+    onRequestSent() {
+      if (!settled) arm(timeouts.firstByteMs, `no response headers within ${timeouts.firstByteMs} ms`)
     },
     onResponseStart(c, statusCode, rawHeaders) {
       if (settled || statusCode < 200) return
