@@ -17,6 +17,7 @@ import { ConnectionRow } from "@svc/sql/Rows"
 import { Effect, Layer, Schema } from "effect"
 import { HttpServerResponse } from "effect/http"
 import * as fs from "node:fs/promises"
+import { Agent, request as httpRequest } from "node:http"
 import * as os from "node:os"
 import * as path from "node:path"
 import { loadConfig } from "../config/ConfigLoader.ts"
@@ -120,6 +121,12 @@ const upstreamLayer = Layer.effect(
           "x-upstream": "kept"
         })
         response.end('{"error":"slow down"}')
+        return
+      }
+      if (request.url === "/sized") {
+        // A length declared for HEAD as for GET (RFC 9110 9.3.2), the body only for GET.
+        response.writeHead(200, { "content-type": "application/json", "content-length": "11" })
+        response.end(request.method === "HEAD" ? undefined : '{"ok":true}')
         return
       }
       response.writeHead(200, { "content-type": "application/json" })
@@ -423,6 +430,57 @@ layer(Test, { timeout: "30 seconds" })("Exchange stages", (it) => {
           [],
           "no X-Svc-* header of the upstream in the envelope"
         )
+      })
+    )
+
+    it.effect(`${door} door: an upstream HEAD for a caller's GET is answered without a body and cannot desync`, () =>
+      Effect.gen(function* () {
+        const plane = yield* DataPlane
+        const front =
+          door === "cold"
+            ? yield* effectServer((request, response) => plane.proxyRaw(actor, connectionId, request, response))
+            : yield* warmServer(plane.warmDoor("api"))
+        const seen = upstreamSeen().length
+        // One kept-alive socket: a body announced but never sent would hold the first answer open
+        // (and the second request would be read as its body).
+        const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+        yield* Effect.addFinalizer(() => Effect.sync(() => agent.destroy()))
+        const get = (phase: string, method: string | undefined) =>
+          Effect.promise(
+            () =>
+              new Promise<{ status: number; length: string | undefined; body: string }>((resolve, reject) => {
+                const timer = setTimeout(() => reject(new Error(`${phase}: the answer never ended`)), 10_000)
+                const outgoing = httpRequest(
+                  `${front.origin}/api/v1/connections/${connectionId}/_proxy_raw`,
+                  {
+                    agent,
+                    headers: {
+                      authorization: "Bearer warm",
+                      "x-svc-upstream-url": `${upstreamOrigin}/sized`,
+                      "x-svc-label": `phase=${phase}`,
+                      ...(method === undefined ? {} : { "x-svc-upstream-method": method })
+                    }
+                  },
+                  (response) => {
+                    let body = ""
+                    response.on("data", (chunk: Buffer) => {
+                      body += chunk.toString()
+                    })
+                    response.on("end", () => {
+                      clearTimeout(timer)
+                      resolve({ status: response.statusCode ?? 0, length: response.headers["content-length"], body })
+                    })
+                  }
+                )
+                outgoing.on("error", reject)
+                outgoing.end()
+              })
+          )
+        const head = yield* answeredBy(door, get(`head-${door}`, "HEAD"))
+        assert.deepStrictEqual(head, { status: 200, length: undefined, body: "" })
+        const next = yield* answeredBy(door, get(`after-head-${door}`, undefined))
+        assert.deepStrictEqual(next, { status: 200, length: "11", body: '{"ok":true}' })
+        assert.deepStrictEqual(upstreamSeen().slice(seen), ["HEAD /sized", "GET /sized"])
       })
     )
 

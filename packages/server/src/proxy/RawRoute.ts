@@ -99,6 +99,20 @@ const unrelayable = (request: RawRequest) =>
   )
 
 /**
+ * The answer's headers framed for the caller's method (issue 32 item 12; docs/proxy.md): the
+ * answer to an upstream `HEAD` has no body, whatever length it declares; a caller that did not
+ * send `HEAD` itself (`X-Svc-Upstream-Method: HEAD`) would wait for that many bytes and read the
+ * next answer on its connection as them. Its `Content-Length` is dropped, so the empty body is
+ * framed as such (chunked, at once terminated). The headers as they are otherwise.
+ */
+const framed = (request: RawRequest, headers: StreamedResponse["headers"]): Record<string, string | Array<string>> => {
+  const all = headers as Record<string, string | Array<string>>
+  if (request.method !== "HEAD" || request.incoming.method === "HEAD" || all["content-length"] === undefined) return all
+  const { "content-length": _declared, ...rest } = all
+  return rest
+}
+
+/**
  * Writes the upstream's answer on the caller's response, plain: the head at once, each chunk of
  * the body as it arrives; `over` is called once the body is over (finished, or cut: then both sides are
  * closed and the event records what happened). Answers the error to give instead when the head
@@ -111,7 +125,7 @@ export const relayRaw = (
 ): ReturnType<typeof unrelayable> | undefined => {
   const { response } = request
   try {
-    response.writeHead(answer.status, answer.headers as Record<string, string | Array<string>>)
+    response.writeHead(answer.status, framed(request, answer.headers))
     // A streamed answer (no length: chunked, server-sent events) shows its head at once; one
     // with a length goes out with its first bytes, headers and body in one write.
     if (answer.headers["content-length"] === undefined) response.flushHeaders()
