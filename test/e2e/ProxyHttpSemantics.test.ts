@@ -1,10 +1,11 @@
 /**
  * HTTP semantics of the proxy routes against the bundled server, on raw sockets where a client
  * library would hide the wire (issue 32 items 11–15): `Expect: 100-continue` is answered before
- * the body is sent, a slow upload is not cut by the first-byte deadline. Each request is sent
+ * the body is sent, a slow upload is not cut by the first-byte deadline, the limit on an upstream
+ * answer's headers is `outbound.max_response_header_bytes` and going over it is a documented 502. Each request is sent
  * twice: the first is taken by the cold door, the next by the warm door (the caller is then known).
  */
-import { createServer, type Server } from "node:http"
+import { createServer, get as httpGet, type Server } from "node:http"
 import { type AddressInfo, connect, type Socket } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { launch, resources, type Svc } from "../support/Api.ts"
@@ -54,13 +55,20 @@ beforeAll(async () => {
       request.on("end", () => response.end(String(bytes)))
       return
     }
+    const big = /^\/headers\/(\d+)$/.exec(request.url ?? "")
+    if (big !== null) {
+      response.writeHead(200, { "content-type": "text/plain", "x-big": "b".repeat(Number(big[1]) * 1024) })
+      response.end("big")
+      return
+    }
     response.writeHead(200, { "content-type": "text/plain" })
     response.end("ok")
   })
   await new Promise<void>((resolve) => upstream.listen(0, "127.0.0.1", resolve))
   const port = (upstream.address() as AddressInfo).port
   origin = `http://127.0.0.1:${port}`
-  svc = await launch("svc-proxy-http-")
+  // Above the 16 KiB default (issue 32 item 14: the limit is a setting).
+  svc = await launch("svc-proxy-http-", { env: { SVC__outbound__max_response_header_bytes: "32768" } })
   const r = resources(svc)
   const ns = await r.freshNamespace("httpsem")
   const connector = await r.publishedConnector(ns, {
@@ -104,6 +112,39 @@ describe("_proxy_raw HTTP semantics", () => {
       } finally {
         socket.destroy()
       }
+    }
+  })
+
+  it("relays headers under outbound.max_response_header_bytes and answers 502 upstream_response_headers_too_large over it", async () => {
+    for (const door of ["first (cold)", "second (warm)"]) {
+      // node:http with a larger head limit than fetch's 16 KiB, to read what svc relays.
+      const send = (kib: number) =>
+        new Promise<{ status: number; big: number | undefined; body: string }>((resolve, reject) => {
+          const outgoing = httpGet(
+            `http://127.0.0.1:${svc.ports.api}${rawPath()}`,
+            {
+              maxHeaderSize: 64 * 1024,
+              headers: { authorization: `Bearer ${svc.adminToken}`, "x-svc-upstream-url": `${origin}/headers/${kib}` }
+            },
+            (response) => {
+              let body = ""
+              response.on("data", (chunk: Buffer) => {
+                body += chunk.toString()
+              })
+              response.on("end", () =>
+                resolve({ status: response.statusCode ?? 0, big: response.headers["x-big"]?.length, body })
+              )
+            }
+          )
+          outgoing.on("error", reject)
+        })
+      // 20 KiB: over the 16 KiB default, under the configured 32 KiB.
+      expect(await send(20), door).toEqual({ status: 200, big: 20 * 1024, body: "big" })
+      const over = await send(40)
+      expect([over.status, JSON.parse(over.body)], door).toEqual([
+        502,
+        { error: "The upstream response headers are larger than allowed", code: "upstream_response_headers_too_large" }
+      ])
     }
   })
 })

@@ -4,6 +4,7 @@
  */
 import { Context, Effect, Layer } from "effect"
 import { Agent } from "undici"
+import { defaultMaxResponseHeaderBytes, SvcConfig } from "../config/SvcConfig.ts"
 import { guardedConnector, type Resolver, systemResolver } from "./GuardedConnector.ts"
 import type { OutboundError } from "./OutboundError.ts"
 import { type OutboundPolicy, type OutboundRequest, prepareOutbound } from "./OutboundGuard.ts"
@@ -33,6 +34,8 @@ export interface OutboundOptions {
   readonly keepAliveTimeoutMs?: number
   /** Sockets per origin and address policy; default unlimited (per-connection caps live upstream of this). */
   readonly connectionsPerOrigin?: number
+  /** The largest head (status line and headers) of an answer; default 16 KiB (`outbound.max_response_header_bytes`). */
+  readonly maxResponseHeaderBytes?: number
 }
 
 /**
@@ -92,6 +95,7 @@ export class Outbound extends Context.Service<
                     connectTimeoutMs: options.connectCeilingMs ?? 30_000
                   }),
                   keepAliveTimeout: options.keepAliveTimeoutMs ?? 4_000,
+                  maxHeaderSize: options.maxResponseHeaderBytes ?? defaultMaxResponseHeaderBytes,
                   ...(options.connectionsPerOrigin === undefined ? {} : { connections: options.connectionsPerOrigin })
                 })
             ),
@@ -142,4 +146,11 @@ export class Outbound extends Context.Service<
 
   /** Outbound with production defaults (system DNS). */
   static readonly layer: Layer.Layer<Outbound> = Outbound.layerWith({})
+
+  /** Outbound with production defaults and the server configuration's `outbound.max_response_header_bytes`. */
+  static readonly layerFromConfig: Layer.Layer<Outbound, never, SvcConfig> = Layer.unwrap(
+    Effect.map(SvcConfig, (config) =>
+      Outbound.layerWith({ maxResponseHeaderBytes: config.outbound.maxResponseHeaderBytes })
+    )
+  )
 }

@@ -95,6 +95,28 @@ describe("Outbound.send limits", () => {
       assert.include(error.detail, "response headers")
     }))
 
+  it.live(
+    "response headers over the configured limit fail with response_headers_too_large, on both kinds of send",
+    () =>
+      Effect.gen(function* () {
+        // Issue 32 item 14: a specific reason (502 upstream_response_headers_too_large), and the limit a setting.
+        const server = yield* serve((request, response) => {
+          response.writeHead(200, { "x-big": "b".repeat(request.url === "/large" ? 8 * 1024 : 2 * 1024) })
+          response.end("ok")
+        })
+        const outbound = yield* Outbound
+        const large = get(`${server.origin}/large`)
+        const buffered = yield* Effect.flip(outbound.send(large, options()))
+        const streamed = yield* Effect.flip(outbound.stream(large, options()))
+        for (const error of [buffered, streamed]) {
+          assert.strictEqual(error.reason, "response_headers_too_large")
+          assert.strictEqual(outboundHttpError(error).code, "upstream_response_headers_too_large")
+        }
+        const small = yield* outbound.send(get(`${server.origin}/small`), options())
+        assert.strictEqual(small.status, 200)
+      }).pipe(Effect.scoped, Effect.provide(Outbound.layerWith({ resolve, maxResponseHeaderBytes: 4096 })))
+  )
+
   test("a body that never ends fails with timeout (total)", () =>
     Effect.gen(function* () {
       const server = yield* serve((_request, response) => {
@@ -193,6 +215,7 @@ describe("outboundHttpError", () => {
     ["connect_failed", 502, "upstream_unreachable"],
     ["protocol_error", 502, "upstream_protocol_error"],
     ["response_too_large", 502, "upstream_response_too_large"],
+    ["response_headers_too_large", 502, "upstream_response_headers_too_large"],
     ["timeout", 504, "upstream_timeout"]
   ])("%s → %s %s", (reason, status, code) => {
     const error = outboundHttpError(new OutboundError({ reason, target: "https://h:443/p", detail: "d" }))

@@ -49,6 +49,8 @@ export const dispatchFailure = (
   const suffix = code === undefined ? "" : ` (${code})`
   if (code !== undefined && timeoutCodes.has(code))
     return { reason: "timeout", detail: `the upstream timed out${suffix}` }
+  if (code === "UND_ERR_HEADERS_OVERFLOW")
+    return { reason: "response_headers_too_large", detail: "the response headers exceed the configured limit" }
   if (code === "UND_ERR_INVALID_ARG")
     return { reason: "invalid_request", detail: "the request was rejected by the client" }
   if (!started) return { reason: "connect_failed", detail: `could not connect${suffix}` }

@@ -123,6 +123,12 @@ const upstreamLayer = Layer.effect(
         response.end('{"error":"slow down"}')
         return
       }
+      if (request.url === "/big-headers") {
+        // 20 KiB of headers: over the default outbound.max_response_header_bytes (16 KiB).
+        response.writeHead(200, { "x-big": "b".repeat(20 * 1024) })
+        response.end("ok")
+        return
+      }
       if (request.url === "/sized") {
         // A length declared for HEAD as for GET (RFC 9110 9.3.2), the body only for GET.
         response.writeHead(200, { "content-type": "application/json", "content-length": "11" })
@@ -481,6 +487,63 @@ layer(Test, { timeout: "30 seconds" })("Exchange stages", (it) => {
         const next = yield* answeredBy(door, get(`after-head-${door}`, undefined))
         assert.deepStrictEqual(next, { status: 200, length: "11", body: '{"ok":true}' })
         assert.deepStrictEqual(upstreamSeen().slice(seen), ["HEAD /sized", "GET /sized"])
+      })
+    )
+
+    it.effect(`${door} door: response headers over the limit are 502 upstream_response_headers_too_large`, () =>
+      Effect.gen(function* () {
+        const plane = yield* DataPlane
+        // The cold door's error goes back to the HttpApi handler, which encodes it: here, as it would.
+        const front =
+          door === "cold"
+            ? yield* effectServer((request, response) =>
+                plane.proxyRaw(actor, connectionId, request, response).pipe(
+                  Effect.catch((error) =>
+                    Effect.sync(() => {
+                      response.writeHead(error._tag === "BadGateway" ? 502 : 599, {
+                        "content-type": "application/json"
+                      })
+                      response.end(JSON.stringify({ error: error.error, code: error.code }))
+                    })
+                  )
+                )
+              )
+            : yield* warmServer(plane.warmDoor("api"))
+        const raw = yield* answeredBy(
+          door,
+          Effect.promise(async () => {
+            const response = await fetch(`${front.origin}/api/v1/connections/${connectionId}/_proxy_raw`, {
+              headers: {
+                authorization: "Bearer warm",
+                "x-svc-upstream-url": `${upstreamOrigin}/big-headers`,
+                "x-svc-label": `phase=big-raw-${door}`
+              }
+            })
+            return { status: response.status, body: await response.text() }
+          })
+        )
+        const envelope = yield* answeredBy(
+          door,
+          envelopeThrough(door, {
+            url: `${upstreamOrigin}/big-headers`,
+            method: "GET",
+            labels: { phase: `big-${door}` }
+          }).pipe(
+            Effect.catch((error) =>
+              Effect.succeed({
+                status: error._tag === "BadGateway" ? 502 : 0,
+                body: { error: error.error, code: error.code } as unknown
+              })
+            )
+          )
+        )
+        const expected = {
+          error: "The upstream response headers are larger than allowed",
+          code: "upstream_response_headers_too_large"
+        }
+        assert.deepStrictEqual([raw.status, JSON.parse(raw.body)], [502, expected])
+        assert.deepStrictEqual([envelope.status, envelope.body], [502, expected])
+        assert.strictEqual(eventOf(`big-${door}`).response_status_code, null)
       })
     )
 
