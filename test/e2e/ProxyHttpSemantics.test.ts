@@ -1,7 +1,8 @@
 /**
  * HTTP semantics of the proxy routes against the bundled server, on raw sockets where a client
  * library would hide the wire (issue 32 items 11–15): `Expect: 100-continue` is answered before
- * the body is sent, a slow upload is not cut by the first-byte deadline, the limit on an upstream
+ * the body is sent, a slow upload is not cut by the first-byte deadline (it fails with 504 on the
+ * code before issue 32 item 15), the limit on an upstream
  * answer's headers is `outbound.max_response_header_bytes` and going over it is a documented 502. Each request is sent
  * twice: the first is taken by the cold door, the next by the warm door (the caller is then known).
  */
@@ -145,6 +146,31 @@ describe("_proxy_raw HTTP semantics", () => {
         502,
         { error: "The upstream response headers are larger than allowed", code: "upstream_response_headers_too_large" }
       ])
+    }
+  })
+
+  it("does not cut a slow upload with the first-byte deadline (it starts once the body has been sent)", async () => {
+    // The connector's first_byte is 1s; the upload takes about 2 s (10 chunks, 200 ms apart).
+    const chunk = 16 * 1024
+    for (const door of ["first (cold)", "second (warm)"]) {
+      const socket = await open()
+      try {
+        const wire = reader(socket)
+        socket.write(
+          `PUT ${rawPath()} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${svc.adminToken}\r\n` +
+            `X-Svc-Upstream-URL: ${origin}/upload\r\nContent-Type: application/octet-stream\r\n` +
+            `Content-Length: ${10 * chunk}\r\n\r\n`
+        )
+        for (let i = 0; i < 10; i++) {
+          await new Promise((resolve) => setTimeout(resolve, 200))
+          socket.write(Buffer.alloc(chunk, 97))
+        }
+        const answer = await wire.until((text) => text.includes("\r\n\r\n") && /\r\n\r\n.+$/s.test(text), door)
+        expect(answer.startsWith("HTTP/1.1 200 OK\r\n"), `${door}: ${answer.slice(0, 200)}`).toBe(true)
+        expect(answer.endsWith(String(10 * chunk)), door).toBe(true)
+      } finally {
+        socket.destroy()
+      }
     }
   })
 })
