@@ -10,12 +10,17 @@ import type { OutboundError } from "./OutboundError.ts"
 import { type OutboundPolicy, type OutboundRequest, prepareOutbound } from "./OutboundGuard.ts"
 import { type ExchangeCallbacks, exchangeEffect } from "./ExchangeCallbacks.ts"
 import { type OutboundResponse, type OutboundTimeouts, startCollect } from "./ResponseCollector.ts"
-import { type ChunkObserver, type StreamedResponse, startStreamExchange } from "./StreamingExchange.ts"
+import {
+  type ChunkObserver,
+  type InformationalSink,
+  type StreamedResponse,
+  startStreamExchange
+} from "./StreamingExchange.ts"
 
 export type { OutboundPolicy, OutboundRequest } from "./OutboundGuard.ts"
 export type { ExchangeCallbacks } from "./ExchangeCallbacks.ts"
 export type { OutboundResponse, OutboundTimeouts } from "./ResponseCollector.ts"
-export type { ChunkObserver, StreamedResponse, StreamOutcome } from "./StreamingExchange.ts"
+export type { ChunkObserver, InformationalSink, StreamedResponse, StreamOutcome } from "./StreamingExchange.ts"
 
 /** What one call of `Outbound.send` is held to. */
 export interface SendOptions {
@@ -68,13 +73,14 @@ export class Outbound extends Context.Service<
     /**
      * `stream` in plain code (the proxy's fast path): the head or the failure is reported to
      * `callbacks` (a refused request at once); answers a function that abandons the exchange
-     * before its head arrived.
+     * before its head arrived; a `103 Early Hints` goes to `informational` before the head.
      */
     streamPlain(
       request: OutboundRequest,
       options: SendOptions,
       onChunk: ChunkObserver | undefined,
-      callbacks: ExchangeCallbacks<StreamedResponse>
+      callbacks: ExchangeCallbacks<StreamedResponse>,
+      informational?: InformationalSink
     ): () => void
   }
 >()("@svc/server/outbound/Outbound") {
@@ -124,7 +130,8 @@ export class Outbound extends Context.Service<
           request: OutboundRequest,
           sendOptions: SendOptions,
           onChunk: ChunkObserver | undefined,
-          callbacks: ExchangeCallbacks<StreamedResponse>
+          callbacks: ExchangeCallbacks<StreamedResponse>,
+          informational?: InformationalSink
         ) => {
           const prepared = prepareOutbound(request, sendOptions.policy)
           if (!("dispatch" in prepared)) {
@@ -132,7 +139,7 @@ export class Outbound extends Context.Service<
             return noop
           }
           const agent = prepared.allowPrivateNetworks ? withPrivate : publicOnly
-          return startStreamExchange(agent, prepared, sendOptions.timeouts, onChunk, callbacks)
+          return startStreamExchange(agent, prepared, sendOptions.timeouts, onChunk, callbacks, informational)
         }
         const send = Effect.fn("Outbound.send")(function* (request: OutboundRequest, sendOptions: SendOptions) {
           return yield* exchangeEffect<OutboundResponse>((callbacks) => sendPlain(request, sendOptions, callbacks))

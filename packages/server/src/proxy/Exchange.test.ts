@@ -123,6 +123,15 @@ const upstreamLayer = Layer.effect(
         response.end('{"error":"slow down"}')
         return
       }
+      if (request.url === "/hints") {
+        // 103 Early Hints, then a chunked answer with trailers (issue 32 item 13); svc's names forged in both.
+        response.writeEarlyHints({ link: "</style.css>; rel=preload; as=style", "x-svc-ratelimited": "true" })
+        response.writeHead(200, { "content-type": "text/plain", trailer: "x-checksum" })
+        response.write("body")
+        response.addTrailers({ "x-checksum": "abc", "x-svc-ratelimit": "rl_fake" })
+        response.end()
+        return
+      }
       if (request.url === "/big-headers") {
         // 20 KiB of headers: over the default outbound.max_response_header_bytes (16 KiB).
         response.writeHead(200, { "x-big": "b".repeat(20 * 1024) })
@@ -171,6 +180,7 @@ const upstreamLayer = Layer.effect(
     upstreamOrigin = upstream.origin
     upstreamRequests = () => upstream.requests.length
     upstreamSeen = () => upstream.requests.map((request) => `${request.method} ${request.url}`)
+    upstreamTe = () => upstream.requests.map((request) => request.headers.te as string | undefined)
     return ProxyTargets.of({
       get: () => Effect.succeed(target),
       invalidate: () => Effect.void,
@@ -182,6 +192,7 @@ const upstreamLayer = Layer.effect(
 let upstreamOrigin = ""
 let upstreamRequests = () => 0
 let upstreamSeen = (): ReadonlyArray<string> => []
+let upstreamTe = (): ReadonlyArray<string | undefined> => []
 
 const sinkLayer = Layer.succeed(RequestEventSink)({
   record: (event) => {
@@ -544,6 +555,64 @@ layer(Test, { timeout: "30 seconds" })("Exchange stages", (it) => {
         assert.deepStrictEqual([raw.status, JSON.parse(raw.body)], [502, expected])
         assert.deepStrictEqual([envelope.status, envelope.body], [502, expected])
         assert.strictEqual(eventOf(`big-${door}`).response_status_code, null)
+      })
+    )
+
+    it.effect(`${door} door: _proxy_raw relays 103 Early Hints, and trailers to a caller that sent TE: trailers`, () =>
+      Effect.gen(function* () {
+        const plane = yield* DataPlane
+        const front =
+          door === "cold"
+            ? yield* effectServer((request, response) => plane.proxyRaw(actor, connectionId, request, response))
+            : yield* warmServer(plane.warmDoor("api"))
+        const seen = upstreamTe().length
+        const get = (phase: string, te: string | undefined) =>
+          Effect.promise(
+            () =>
+              new Promise<{
+                hints: Array<string>
+                status: number
+                body: string
+                trailers: Record<string, string | undefined>
+              }>((resolve, reject) => {
+                const hints: Array<string> = []
+                const outgoing = httpRequest(
+                  `${front.origin}/api/v1/connections/${connectionId}/_proxy_raw`,
+                  {
+                    headers: {
+                      authorization: "Bearer warm",
+                      "x-svc-upstream-url": `${upstreamOrigin}/hints`,
+                      "x-svc-label": `phase=${phase}`,
+                      ...(te === undefined ? {} : { te })
+                    }
+                  },
+                  (response) => {
+                    let body = ""
+                    response.on("data", (chunk: Buffer) => {
+                      body += chunk.toString()
+                    })
+                    response.on("end", () =>
+                      resolve({ hints, status: response.statusCode ?? 0, body, trailers: { ...response.trailers } })
+                    )
+                  }
+                )
+                outgoing.on("information", (info) => {
+                  hints.push(`${info.statusCode} ${JSON.stringify(info.headers)}`)
+                })
+                outgoing.on("error", reject)
+                outgoing.end()
+              })
+          )
+        const hint = `103 ${JSON.stringify({ link: "</style.css>; rel=preload; as=style" })}`
+        const asked = yield* answeredBy(door, get(`trailers-${door}`, "trailers"))
+        assert.deepStrictEqual(asked, { hints: [hint], status: 200, body: "body", trailers: { "x-checksum": "abc" } })
+        const plain = yield* answeredBy(door, get(`no-trailers-${door}`, undefined))
+        assert.deepStrictEqual(plain, { hints: [hint], status: 200, body: "body", trailers: {} })
+        assert.deepStrictEqual(
+          upstreamTe().slice(seen),
+          ["trailers", undefined],
+          "TE: trailers asked upstream only for the caller who did"
+        )
       })
     )
 

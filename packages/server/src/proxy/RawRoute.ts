@@ -37,6 +37,8 @@ export interface RawRequest extends NodeRequest {
   readonly hasBody: boolean
   /** The declared body length, when it is one. */
   readonly contentLength: number | undefined
+  /** The caller sent `TE: trailers`: the upstream is asked for trailers and they are relayed. */
+  readonly trailers: boolean
 }
 
 const headerValues = (value: string | Array<string> | undefined): ReadonlyArray<string> =>
@@ -62,6 +64,14 @@ const captured = (body: IncomingMessage, capture: BodyCapture) =>
     })
   )
 
+/** `TE` lists `trailers` (RFC 9110 10.1.4). */
+const asksForTrailers = (te: string | ReadonlyArray<string> | undefined): boolean => {
+  if (te === undefined) return false
+  for (const token of (typeof te === "string" ? te : te.join(",")).split(","))
+    if (token.split(";")[0]?.trim().toLowerCase() === "trailers") return true
+  return false
+}
+
 /** Reads a raw request (after the target resolved); a 400 when its `X-Svc-*` controls are not valid. */
 export const readRaw = (input: RawInput): RawRequest | BadRequest => {
   const { request } = input
@@ -85,7 +95,8 @@ export const readRaw = (input: RawInput): RawRequest | BadRequest => {
     incoming: request,
     response: input.response,
     hasBody,
-    contentLength: hasBody && length !== undefined && Number.isSafeInteger(length) ? length : undefined
+    contentLength: hasBody && length !== undefined && Number.isSafeInteger(length) ? length : undefined,
+    trailers: asksForTrailers(request.headers.te)
   }
 }
 
@@ -148,7 +159,7 @@ export const relayRaw = (
   }
   response.once("close", () => finish(!response.writableFinished))
   response.once("finish", () => finish(false))
-  body.pipe(response, () => finish(true))
+  body.pipe(response, () => finish(true), request.trailers)
   return undefined
 }
 
@@ -168,7 +179,8 @@ export const rawOutbound = (
     url: injected.url,
     headers: injected.headers,
     ...(body === undefined ? {} : { body }),
-    ...(request.contentLength === undefined ? {} : { contentLength: request.contentLength })
+    ...(request.contentLength === undefined ? {} : { contentLength: request.contentLength }),
+    ...(request.trailers ? { trailers: true } : {})
   }
 }
 
@@ -193,7 +205,13 @@ const discard = (answer: StreamedResponse) => {
 /** The upstream leg of `_proxy_raw` over `outbound`: both bodies stream. */
 export const rawLeg = (outbound: Outbound["Service"]): Leg<RawRequest, StreamedResponse> => ({
   send: (request, injected, options, captures, callbacks) =>
-    outbound.streamPlain(rawOutbound(request, injected, captures), options, responseObserver(captures), callbacks),
+    outbound.streamPlain(
+      rawOutbound(request, injected, captures),
+      options,
+      responseObserver(captures),
+      callbacks,
+      request.response
+    ),
   whenOver,
   discard
 })
