@@ -180,7 +180,7 @@ export const rawOutbound = (
     headers: injected.headers,
     ...(body === undefined ? {} : { body }),
     ...(request.contentLength === undefined ? {} : { contentLength: request.contentLength }),
-    ...(request.trailers ? { trailers: true } : {})
+    trailers: request.trailers
   }
 }
 
