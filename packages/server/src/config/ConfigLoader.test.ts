@@ -248,18 +248,19 @@ describe("ConfigLoader", () => {
     withDir((dir) =>
       Effect.gen(function* () {
         const defaults = yield* loadConfig({ cwd: dir, env: {} })
-        assert.deepStrictEqual(defaults.outbound, { allowPrivateNetworks: false })
+        assert.deepStrictEqual(defaults.outbound, { allowPrivateNetworks: false, maxResponseHeaderBytes: 16 * 1024 })
         assert.deepStrictEqual(defaults.probes, { pollIntervalMs: 1000, maxConcurrency: 8 })
         const custom = yield* loadConfig({
           cwd: dir,
           env: {
             SVC__outbound__allow_private_networks: "true",
+            SVC__outbound__max_response_header_bytes: "32768",
             SVC__probes__poll_interval: "250ms",
             SVC__probes__max_concurrency: "32",
             SVC__encryption__reencrypt_poll_interval: "2s"
           }
         })
-        assert.deepStrictEqual(custom.outbound, { allowPrivateNetworks: true })
+        assert.deepStrictEqual(custom.outbound, { allowPrivateNetworks: true, maxResponseHeaderBytes: 32768 })
         assert.deepStrictEqual(custom.probes, { pollIntervalMs: 250, maxConcurrency: 32 })
         assert.strictEqual(custom.encryption.reencryptPollIntervalMs, 2000)
       })

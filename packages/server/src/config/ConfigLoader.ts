@@ -23,7 +23,13 @@ import {
   minimumRetentionMs
 } from "./Durations.ts"
 import { resolveClientSecrets, resolveRootKey, resolveSigningKey } from "./SecretSources.ts"
-import type { Listener, ResolvedConfig, ResolvedDatabase, ResolvedDatabaseTls } from "./SvcConfig.ts"
+import {
+  defaultMaxResponseHeaderBytes,
+  type Listener,
+  type ResolvedConfig,
+  type ResolvedDatabase,
+  type ResolvedDatabaseTls
+} from "./SvcConfig.ts"
 import { resolveTelemetry } from "./TelemetryConfig.ts"
 
 /** The configuration could not be read or is invalid; `problems` name each bad key. */
@@ -293,7 +299,10 @@ export const resolve = (
         problems
       )
     },
-    outbound: { allowPrivateNetworks: file.outbound?.allow_private_networks ?? false },
+    outbound: {
+      allowPrivateNetworks: file.outbound?.allow_private_networks ?? false,
+      maxResponseHeaderBytes: file.outbound?.max_response_header_bytes ?? defaultMaxResponseHeaderBytes
+    },
     rateLimits: {
       // spec 4.6 rule 6: reloaded every 5 minutes by default, at most every 5 seconds
       refreshIntervalMs: intervalMs(

@@ -229,7 +229,14 @@ export const ConfigFile = Schema.Struct({
       authorization_timeout: Schema.optionalKey(DurationString)
     })
   ),
-  outbound: Schema.optionalKey(Schema.Struct({ allow_private_networks: Schema.optionalKey(Schema.Boolean) })),
+  outbound: Schema.optionalKey(
+    Schema.Struct({
+      allow_private_networks: Schema.optionalKey(Schema.Boolean),
+      max_response_header_bytes: Schema.optionalKey(
+        Schema.Int.check(Schema.isBetween({ minimum: 1024, maximum: 1024 * 1024 }))
+      )
+    })
+  ),
   connections: Schema.optionalKey(Schema.Struct({ setup_ttl: Schema.optionalKey(DurationString) })),
   probes: Schema.optionalKey(
     Schema.Struct({

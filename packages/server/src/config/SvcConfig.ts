@@ -117,7 +117,11 @@ export interface ResolvedConfig {
   /** Envelope encryption (SECURITY.md "Encryption at rest"): the root key and the re-encryption outbox poll. */
   readonly encryption: { readonly rootKey: RootKeySource; readonly reencryptPollIntervalMs: number }
   /** Outbound connections of connectors: loopback and private addresses only when allowed. */
-  readonly outbound: { readonly allowPrivateNetworks: boolean }
+  readonly outbound: {
+    readonly allowPrivateNetworks: boolean
+    /** The largest head (status line and headers) an upstream answer may have; 16 KiB by default. */
+    readonly maxResponseHeaderBytes: number
+  }
   /** Rate-limit rules (spec 4.6 rule 6): how often each process reloads its rule cache. */
   readonly rateLimits: { readonly refreshIntervalMs: number }
   /** Connections: how long a setup may stand still before it is removed as abandoned. */
@@ -162,6 +166,9 @@ export interface ResolvedConfig {
 }
 
 /** The configuration of the running process. */
+/** `outbound.max_response_header_bytes` default: 16 KiB, Node's own limit for an HTTP head. */
+export const defaultMaxResponseHeaderBytes = 16 * 1024
+
 export class SvcConfig extends Context.Service<SvcConfig, ResolvedConfig>()("svc/server/SvcConfig") {}
 
 /** TLS files of a `rediss://` counter store, absolute paths. */

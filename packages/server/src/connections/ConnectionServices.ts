@@ -46,5 +46,5 @@ export const layerNoDeps = Layer.mergeAll(
   Layer.provideMerge(TokenRefresher.layerNoDeps),
   Layer.provideMerge(Layer.mergeAll(ConnectionSecrets.layerNoDeps, Credentials.layerNoDeps, OAuthClient.layerNoDeps)),
   Layer.provideMerge(LimitedCalls.layerNoDeps),
-  Layer.provideMerge(Layer.mergeAll(Resources.layerNoDeps, Outbound.layer))
+  Layer.provideMerge(Layer.mergeAll(Resources.layerNoDeps, Outbound.layerFromConfig))
 )

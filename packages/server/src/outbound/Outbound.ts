@@ -4,17 +4,23 @@
  */
 import { Context, Effect, Layer } from "effect"
 import { Agent } from "undici"
+import { defaultMaxResponseHeaderBytes, SvcConfig } from "../config/SvcConfig.ts"
 import { guardedConnector, type Resolver, systemResolver } from "./GuardedConnector.ts"
 import type { OutboundError } from "./OutboundError.ts"
 import { type OutboundPolicy, type OutboundRequest, prepareOutbound } from "./OutboundGuard.ts"
 import { type ExchangeCallbacks, exchangeEffect } from "./ExchangeCallbacks.ts"
 import { type OutboundResponse, type OutboundTimeouts, startCollect } from "./ResponseCollector.ts"
-import { type ChunkObserver, type StreamedResponse, startStreamExchange } from "./StreamingExchange.ts"
+import {
+  type ChunkObserver,
+  type InformationalSink,
+  type StreamedResponse,
+  startStreamExchange
+} from "./StreamingExchange.ts"
 
 export type { OutboundPolicy, OutboundRequest } from "./OutboundGuard.ts"
 export type { ExchangeCallbacks } from "./ExchangeCallbacks.ts"
 export type { OutboundResponse, OutboundTimeouts } from "./ResponseCollector.ts"
-export type { ChunkObserver, StreamedResponse, StreamOutcome } from "./StreamingExchange.ts"
+export type { ChunkObserver, InformationalSink, StreamedResponse, StreamOutcome } from "./StreamingExchange.ts"
 
 /** What one call of `Outbound.send` is held to. */
 export interface SendOptions {
@@ -33,6 +39,8 @@ export interface OutboundOptions {
   readonly keepAliveTimeoutMs?: number
   /** Sockets per origin and address policy; default unlimited (per-connection caps live upstream of this). */
   readonly connectionsPerOrigin?: number
+  /** The largest head (status line and headers) of an answer; default 16 KiB (`outbound.max_response_header_bytes`). */
+  readonly maxResponseHeaderBytes?: number
 }
 
 /**
@@ -65,13 +73,14 @@ export class Outbound extends Context.Service<
     /**
      * `stream` in plain code (the proxy's fast path): the head or the failure is reported to
      * `callbacks` (a refused request at once); answers a function that abandons the exchange
-     * before its head arrived.
+     * before its head arrived; a `103 Early Hints` goes to `informational` before the head.
      */
     streamPlain(
       request: OutboundRequest,
       options: SendOptions,
       onChunk: ChunkObserver | undefined,
-      callbacks: ExchangeCallbacks<StreamedResponse>
+      callbacks: ExchangeCallbacks<StreamedResponse>,
+      informational?: InformationalSink
     ): () => void
   }
 >()("@svc/server/outbound/Outbound") {
@@ -92,6 +101,7 @@ export class Outbound extends Context.Service<
                     connectTimeoutMs: options.connectCeilingMs ?? 30_000
                   }),
                   keepAliveTimeout: options.keepAliveTimeoutMs ?? 4_000,
+                  maxHeaderSize: options.maxResponseHeaderBytes ?? defaultMaxResponseHeaderBytes,
                   ...(options.connectionsPerOrigin === undefined ? {} : { connections: options.connectionsPerOrigin })
                 })
             ),
@@ -120,7 +130,8 @@ export class Outbound extends Context.Service<
           request: OutboundRequest,
           sendOptions: SendOptions,
           onChunk: ChunkObserver | undefined,
-          callbacks: ExchangeCallbacks<StreamedResponse>
+          callbacks: ExchangeCallbacks<StreamedResponse>,
+          informational?: InformationalSink
         ) => {
           const prepared = prepareOutbound(request, sendOptions.policy)
           if (!("dispatch" in prepared)) {
@@ -128,7 +139,7 @@ export class Outbound extends Context.Service<
             return noop
           }
           const agent = prepared.allowPrivateNetworks ? withPrivate : publicOnly
-          return startStreamExchange(agent, prepared, sendOptions.timeouts, onChunk, callbacks)
+          return startStreamExchange(agent, prepared, sendOptions.timeouts, onChunk, callbacks, informational)
         }
         const send = Effect.fn("Outbound.send")(function* (request: OutboundRequest, sendOptions: SendOptions) {
           return yield* exchangeEffect<OutboundResponse>((callbacks) => sendPlain(request, sendOptions, callbacks))
@@ -142,4 +153,11 @@ export class Outbound extends Context.Service<
 
   /** Outbound with production defaults (system DNS). */
   static readonly layer: Layer.Layer<Outbound> = Outbound.layerWith({})
+
+  /** Outbound with production defaults and the server configuration's `outbound.max_response_header_bytes`. */
+  static readonly layerFromConfig: Layer.Layer<Outbound, never, SvcConfig> = Layer.unwrap(
+    Effect.map(SvcConfig, (config) =>
+      Outbound.layerWith({ maxResponseHeaderBytes: config.outbound.maxResponseHeaderBytes })
+    )
+  )
 }

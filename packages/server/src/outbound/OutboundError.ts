@@ -10,6 +10,8 @@ export const OutboundErrorReason = Schema.Literals([
   "connect_failed",
   "timeout",
   "response_too_large",
+  /** The upstream's status line and headers exceed `outbound.max_response_header_bytes`. */
+  "response_headers_too_large",
   "protocol_error",
   /** svc's own rate limiting held the request back; it never left (`connections/LimitedCalls.ts`). */
   "rate_limited"
@@ -65,6 +67,11 @@ const httpErrors: Record<
     status: 502,
     code: "upstream_protocol_error",
     error: "The upstream answered with a protocol error"
+  },
+  response_headers_too_large: {
+    status: 502,
+    code: "upstream_response_headers_too_large",
+    error: "The upstream response headers are larger than allowed"
   },
   response_too_large: {
     status: 502,

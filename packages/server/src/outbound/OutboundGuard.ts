@@ -26,6 +26,11 @@ export interface OutboundRequest {
   readonly body?: Uint8Array | string | Readable
   /** The declared length of a streamed body; absent sends it chunked. */
   readonly contentLength?: number
+  /**
+   * Ask the upstream for trailers (`TE: trailers`; `TE` itself is hop-by-hop and never copied):
+   * set when the caller of `_proxy_raw` asked for them (issue 32 item 13).
+   */
+  readonly trailers?: boolean
 }
 
 /** A request that passed the guard, ready for the agent of its address policy. */
@@ -77,6 +82,7 @@ export const prepareOutbound = (request: OutboundRequest, policy: OutboundPolicy
     headers[name] = value
   }
   if (request.contentLength !== undefined) headers["content-length"] = String(request.contentLength)
+  if (request.trailers === true) headers.te = "trailers"
   return {
     allowPrivateNetworks: policy.allowPrivateNetworks,
     target,

@@ -1,5 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, type Scope } from "effect"
+import { Readable } from "node:stream"
+import { setTimeout as sleep } from "node:timers/promises"
 import { BadGateway, BadRequest, GatewayTimeout } from "@svc/domain/Errors"
 import type { Resolver } from "./GuardedConnector.ts"
 import { Outbound, type SendOptions } from "./Outbound.ts"
@@ -43,6 +45,77 @@ describe("Outbound.send limits", () => {
       assert.strictEqual(error.reason, "timeout")
       assert.include(error.detail, "response headers")
     }))
+
+  test("the first-byte deadline starts once the request body has been sent, not during a slow upload", () =>
+    Effect.gen(function* () {
+      // Issue 32 item 15: 8 chunks, 60 ms apart, take longer than the 100 ms first-byte deadline;
+      // the upstream answers as soon as it has the whole body.
+      const server = yield* serve((request, response) => response.end(String(request.body.length)))
+      const slowBody = () =>
+        Readable.from(
+          (async function* () {
+            for (let i = 0; i < 8; i++) {
+              await sleep(60)
+              yield Buffer.alloc(1024, 97)
+            }
+          })()
+        )
+      const outbound = yield* Outbound
+      const streamed = yield* outbound.stream(
+        { method: "POST", url: new URL(`${server.origin}/upload`), headers: {}, body: slowBody() },
+        options({ firstByteMs: 100 })
+      )
+      const text = yield* Effect.promise(
+        () =>
+          new Promise<string>((resolve, reject) => {
+            let received = ""
+            streamed.body.pipe(
+              {
+                write: (chunk) => {
+                  received += Buffer.from(chunk).toString()
+                  return true
+                },
+                end: () => resolve(received),
+                once: () => undefined
+              },
+              () => reject(new Error("the body was cut"))
+            )
+          })
+      )
+      assert.deepStrictEqual([streamed.status, text], [200, "8192"])
+      // Still a deadline once the body is sent: an upstream that then stays silent times out.
+      const silent = yield* serve(() => {})
+      const error = yield* Effect.flip(
+        outbound.stream(
+          { method: "POST", url: new URL(`${silent.origin}/upload`), headers: {}, body: slowBody() },
+          options({ firstByteMs: 100 })
+        )
+      )
+      assert.strictEqual(error.reason, "timeout")
+      assert.include(error.detail, "response headers")
+    }))
+
+  it.live(
+    "response headers over the configured limit fail with response_headers_too_large, on both kinds of send",
+    () =>
+      Effect.gen(function* () {
+        // Issue 32 item 14: a specific reason (502 upstream_response_headers_too_large), and the limit a setting.
+        const server = yield* serve((request, response) => {
+          response.writeHead(200, { "x-big": "b".repeat(request.url === "/large" ? 8 * 1024 : 2 * 1024) })
+          response.end("ok")
+        })
+        const outbound = yield* Outbound
+        const large = get(`${server.origin}/large`)
+        const buffered = yield* Effect.flip(outbound.send(large, options()))
+        const streamed = yield* Effect.flip(outbound.stream(large, options()))
+        for (const error of [buffered, streamed]) {
+          assert.strictEqual(error.reason, "response_headers_too_large")
+          assert.strictEqual(outboundHttpError(error).code, "upstream_response_headers_too_large")
+        }
+        const small = yield* outbound.send(get(`${server.origin}/small`), options())
+        assert.strictEqual(small.status, 200)
+      }).pipe(Effect.scoped, Effect.provide(Outbound.layerWith({ resolve, maxResponseHeaderBytes: 4096 })))
+  )
 
   test("a body that never ends fails with timeout (total)", () =>
     Effect.gen(function* () {
@@ -142,6 +215,7 @@ describe("outboundHttpError", () => {
     ["connect_failed", 502, "upstream_unreachable"],
     ["protocol_error", 502, "upstream_protocol_error"],
     ["response_too_large", 502, "upstream_response_too_large"],
+    ["response_headers_too_large", 502, "upstream_response_headers_too_large"],
     ["timeout", 504, "upstream_timeout"]
   ])("%s → %s %s", (reason, status, code) => {
     const error = outboundHttpError(new OutboundError({ reason, target: "https://h:443/p", detail: "d" }))

@@ -19,10 +19,15 @@ export interface UpstreamFlow {
   resume(): void
 }
 
+/** The trailer fields of an answer (lower-case names), as undici parses them. */
+export type Trailers = Readonly<Record<string, string | ReadonlyArray<string>>>
+
 /** Where a relayed body goes: the caller's response. */
 export interface RelaySink {
   write(chunk: Uint8Array): boolean
   end(): void
+  /** Given the answer's trailers just before `end`, when the caller asked for them. */
+  addTrailers?(trailers: Record<string, string | Array<string>>): void
   once(event: "drain", listener: () => void): unknown
 }
 
@@ -37,6 +42,8 @@ export class RelayBody {
   #destroyed = false
   #draining = false
   #onCut: (() => void) | undefined
+  #trailers: Trailers | undefined
+  #withTrailers = false
 
   /** `onDestroy` runs when the caller's side gives the body up before it ended (abort the upstream). */
   constructor(flow: UpstreamFlow, onDestroy: () => void) {
@@ -64,11 +71,13 @@ export class RelayBody {
     if (!sink.write(chunk)) this.#wait(sink)
   }
 
-  /** The body is complete. */
-  end(): void {
+  /** The body is complete; `trailers`, the answer's trailer fields, when it had any. */
+  end(trailers?: Trailers): void {
     if (this.#destroyed || this.#ended || this.#cut) return
     this.#ended = true
-    this.#sink?.end()
+    this.#trailers = trailers
+    const sink = this.#sink
+    if (sink !== undefined) this.#end(sink)
   }
 
   /** The upstream broke off mid-body: the caller's side is told (once it is attached). */
@@ -83,12 +92,14 @@ export class RelayBody {
 
   /**
    * Writes the body to `sink` as it arrives, then ends it; `onCut` runs instead of the end when
-   * the upstream breaks off mid-body. Attaches at most once.
+   * the upstream breaks off mid-body. With `withTrailers` (the caller sent `TE: trailers`), the
+   * answer's trailers, without `X-Svc-*` fields, go to the sink before the end. Attaches at most once.
    */
-  pipe(sink: RelaySink, onCut: () => void): void {
+  pipe(sink: RelaySink, onCut: () => void, withTrailers = false): void {
     if (this.#sink !== undefined || this.#destroyed) return
     this.#sink = sink
     this.#onCut = onCut
+    this.#withTrailers = withTrailers
     if (this.#cut) {
       onCut()
       return
@@ -98,7 +109,7 @@ export class RelayBody {
     this.#heldBytes = 0
     let full = false
     for (const chunk of held) if (!sink.write(chunk)) full = true
-    if (this.#ended) sink.end()
+    if (this.#ended) this.#end(sink)
     else if (full) this.#wait(sink)
     else if (this.#flow.paused) this.#flow.resume()
   }
@@ -109,6 +120,27 @@ export class RelayBody {
     this.#destroyed = true
     this.#held = []
     if (!this.#ended && !this.#cut) this.#onDestroy()
+  }
+
+  #end(sink: RelaySink): void {
+    const trailers = this.#trailers
+    if (this.#withTrailers && trailers !== undefined && sink.addTrailers !== undefined) {
+      const relayed: Record<string, string | Array<string>> = {}
+      let any = false
+      for (const name in trailers) {
+        const value = trailers[name]
+        if (value === undefined || name.toLowerCase().startsWith("x-svc-")) continue
+        relayed[name] = typeof value === "string" ? value : [...value]
+        any = true
+      }
+      // A field Node refuses (never expected from undici's parser) is dropped with the others.
+      if (any) {
+        try {
+          sink.addTrailers(relayed)
+        } catch {}
+      }
+    }
+    sink.end()
   }
 
   #wait(sink: RelaySink): void {

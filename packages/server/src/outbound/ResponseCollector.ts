@@ -13,7 +13,7 @@ import type { PreparedOutbound } from "./OutboundGuard.ts"
 export interface OutboundTimeouts {
   /** From dispatch until a connection carries the request (pool wait, DNS, TCP, TLS). */
   readonly connectMs: number
-  /** From the request start until the response headers. */
+  /** From the moment the request (its body included) has been sent until the response headers. */
   readonly firstByteMs: number
   /** From dispatch until the last body byte. */
   readonly totalMs: number
@@ -49,6 +49,8 @@ export const dispatchFailure = (
   const suffix = code === undefined ? "" : ` (${code})`
   if (code !== undefined && timeoutCodes.has(code))
     return { reason: "timeout", detail: `the upstream timed out${suffix}` }
+  if (code === "UND_ERR_HEADERS_OVERFLOW")
+    return { reason: "response_headers_too_large", detail: "the response headers exceed the configured limit" }
   if (code === "UND_ERR_INVALID_ARG")
     return { reason: "invalid_request", detail: "the request was rejected by the client" }
   if (!started) return { reason: "connect_failed", detail: `could not connect${suffix}` }
@@ -152,6 +154,10 @@ export const startCollect = (
       started = true
       clearTimeout(connectTimer)
       timers.delete(connectTimer)
+    },
+    onRequestSent() {
+      // The first-byte deadline starts once the request body has been sent (issue 32 item 15).
+      if (settled || status !== 0) return
       firstByteTimer = deadline(timeouts.firstByteMs, `no response headers within ${timeouts.firstByteMs} ms`)
     },
     onResponseStart(_c, statusCode, rawHeaders) {

@@ -4,14 +4,14 @@
  * straight to the caller's response, which pauses the upstream when the caller reads slowly
  * (back-pressure reaches the upstream socket) and aborts the upstream exchange when the caller
  * goes away. Connect and first-byte deadlines are wall-clock
- * timers; after the headers, the connector's total timeout bounds each silence between chunks
+ * timers, the first-byte one from the moment the request body has been sent; after the headers, the connector's total timeout bounds each silence between chunks
  * (a stream such as server-sent events may last longer than any single deadline).
  */
 import type { Dispatcher } from "undici"
 import type { ExchangeCallbacks } from "./ExchangeCallbacks.ts"
 import { OutboundError, type OutboundErrorReason } from "./OutboundError.ts"
 import type { PreparedOutbound } from "./OutboundGuard.ts"
-import { RelayBody } from "./RelayBody.ts"
+import { RelayBody, type Trailers } from "./RelayBody.ts"
 import { chunkRelayed } from "./RelayedChunks.ts"
 import { clampMs, dispatchFailure, type OutboundTimeouts, responseHeaders } from "./ResponseCollector.ts"
 
@@ -36,6 +36,16 @@ export interface StreamedResponse {
 export type ChunkObserver = (chunk: Uint8Array) => void
 
 /**
+ * Where a `103 Early Hints` of the upstream goes before the answer (the caller's Node response);
+ * other informational answers are not relayed.
+ */
+export interface InformationalSink {
+  readonly headersSent: boolean
+  readonly destroyed: boolean
+  writeEarlyHints(hints: Record<string, string | ReadonlyArray<string>>): void
+}
+
+/**
  * Sends `prepared` through `dispatcher` in plain code (the proxy's fast path): `callbacks.onAnswer`
  * as soon as the response head arrives, or `callbacks.onFailure`. Answers a function that
  * abandons the exchange before its head arrived (the caller went away); it does nothing after.
@@ -45,7 +55,8 @@ export const startStreamExchange = (
   prepared: PreparedOutbound,
   timeouts: OutboundTimeouts,
   onChunk: ChunkObserver | undefined,
-  callbacks: ExchangeCallbacks<StreamedResponse>
+  callbacks: ExchangeCallbacks<StreamedResponse>,
+  informational?: InformationalSink
 ): (() => void) => {
   let controller: Dispatcher.DispatchController | undefined
   let settled = false
@@ -89,10 +100,19 @@ export const startStreamExchange = (
         return
       }
       started = true
-      arm(timeouts.firstByteMs, `no response headers within ${timeouts.firstByteMs} ms`)
+      // The connect deadline is met; the first-byte deadline starts once the request body has
+      // been sent (`onRequestSent`): a slow upload is not the upstream's silence.
+      stopTimer()
+    },
+    onRequestSent() {
+      if (!settled) arm(timeouts.firstByteMs, `no response headers within ${timeouts.firstByteMs} ms`)
     },
     onResponseStart(c, statusCode, rawHeaders) {
-      if (settled || statusCode < 200) return
+      if (settled) return
+      if (statusCode < 200) {
+        if (statusCode === 103 && informational !== undefined) earlyHints(informational, rawHeaders)
+        return
+      }
       settled = true
       stopTimer()
       body = new RelayBody(c, () => {
@@ -113,10 +133,10 @@ export const startStreamExchange = (
       onChunk?.(chunk)
       body.push(chunk)
     },
-    onResponseEnd() {
+    onResponseEnd(_c, trailers) {
       ended = true
       if (body === undefined) return
-      body.end()
+      body.end(hasFields(trailers) ? (trailers as Trailers) : undefined)
       finish({ bytes })
     },
     onResponseError(_c, error) {
@@ -145,4 +165,27 @@ export const startStreamExchange = (
       finish({ bytes: 0, error: "abandoned" })
     }
   }
+}
+
+const hasFields = (fields: object | undefined | null): boolean => {
+  if (fields === undefined || fields === null) return false
+  for (const _ in fields) return true
+  return false
+}
+
+/**
+ * Relays a `103 Early Hints` (RFC 8297) to the caller before the answer, its hop-by-hop and
+ * `X-Svc-*` fields dropped; only while the caller's head is not written. A hint Node refuses
+ * (no or an invalid `Link`) is dropped.
+ */
+const earlyHints = (
+  sink: InformationalSink,
+  rawHeaders: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
+) => {
+  if (sink.headersSent || sink.destroyed) return
+  const hints = responseHeaders(rawHeaders)
+  for (const name in hints) if (name.startsWith("x-svc-")) delete hints[name]
+  try {
+    sink.writeEarlyHints(hints)
+  } catch {}
 }

@@ -17,6 +17,7 @@ import { ConnectionRow } from "@svc/sql/Rows"
 import { Effect, Layer, Schema } from "effect"
 import { HttpServerResponse } from "effect/http"
 import * as fs from "node:fs/promises"
+import { Agent, request as httpRequest } from "node:http"
 import * as os from "node:os"
 import * as path from "node:path"
 import { loadConfig } from "../config/ConfigLoader.ts"
@@ -122,6 +123,27 @@ const upstreamLayer = Layer.effect(
         response.end('{"error":"slow down"}')
         return
       }
+      if (request.url === "/hints") {
+        // 103 Early Hints, then a chunked answer with trailers (issue 32 item 13); svc's names forged in both.
+        response.writeEarlyHints({ link: "</style.css>; rel=preload; as=style", "x-svc-ratelimited": "true" })
+        response.writeHead(200, { "content-type": "text/plain", trailer: "x-checksum" })
+        response.write("body")
+        response.addTrailers({ "x-checksum": "abc", "x-svc-ratelimit": "rl_fake" })
+        response.end()
+        return
+      }
+      if (request.url === "/big-headers") {
+        // 20 KiB of headers: over the default outbound.max_response_header_bytes (16 KiB).
+        response.writeHead(200, { "x-big": "b".repeat(20 * 1024) })
+        response.end("ok")
+        return
+      }
+      if (request.url === "/sized") {
+        // A length declared for HEAD as for GET (RFC 9110 9.3.2), the body only for GET.
+        response.writeHead(200, { "content-type": "application/json", "content-length": "11" })
+        response.end(request.method === "HEAD" ? undefined : '{"ok":true}')
+        return
+      }
       response.writeHead(200, { "content-type": "application/json" })
       response.end('{"ok":true}')
     })
@@ -158,6 +180,7 @@ const upstreamLayer = Layer.effect(
     upstreamOrigin = upstream.origin
     upstreamRequests = () => upstream.requests.length
     upstreamSeen = () => upstream.requests.map((request) => `${request.method} ${request.url}`)
+    upstreamTe = () => upstream.requests.map((request) => request.headers.te as string | undefined)
     return ProxyTargets.of({
       get: () => Effect.succeed(target),
       invalidate: () => Effect.void,
@@ -169,6 +192,7 @@ const upstreamLayer = Layer.effect(
 let upstreamOrigin = ""
 let upstreamRequests = () => 0
 let upstreamSeen = (): ReadonlyArray<string> => []
+let upstreamTe = (): ReadonlyArray<string | undefined> => []
 
 const sinkLayer = Layer.succeed(RequestEventSink)({
   record: (event) => {
@@ -422,6 +446,172 @@ layer(Test, { timeout: "30 seconds" })("Exchange stages", (it) => {
           Object.keys(inner.headers).filter((name) => name.toLowerCase().startsWith("x-svc-")),
           [],
           "no X-Svc-* header of the upstream in the envelope"
+        )
+      })
+    )
+
+    it.effect(`${door} door: an upstream HEAD for a caller's GET is answered without a body and cannot desync`, () =>
+      Effect.gen(function* () {
+        const plane = yield* DataPlane
+        const front =
+          door === "cold"
+            ? yield* effectServer((request, response) => plane.proxyRaw(actor, connectionId, request, response))
+            : yield* warmServer(plane.warmDoor("api"))
+        const seen = upstreamSeen().length
+        // One kept-alive socket: a body announced but never sent would hold the first answer open
+        // (and the second request would be read as its body).
+        const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+        yield* Effect.addFinalizer(() => Effect.sync(() => agent.destroy()))
+        const get = (phase: string, method: string | undefined) =>
+          Effect.promise(
+            () =>
+              new Promise<{ status: number; length: string | undefined; body: string }>((resolve, reject) => {
+                const timer = setTimeout(() => reject(new Error(`${phase}: the answer never ended`)), 10_000)
+                const outgoing = httpRequest(
+                  `${front.origin}/api/v1/connections/${connectionId}/_proxy_raw`,
+                  {
+                    agent,
+                    headers: {
+                      authorization: "Bearer warm",
+                      "x-svc-upstream-url": `${upstreamOrigin}/sized`,
+                      "x-svc-label": `phase=${phase}`,
+                      ...(method === undefined ? {} : { "x-svc-upstream-method": method })
+                    }
+                  },
+                  (response) => {
+                    let body = ""
+                    response.on("data", (chunk: Buffer) => {
+                      body += chunk.toString()
+                    })
+                    response.on("end", () => {
+                      clearTimeout(timer)
+                      resolve({ status: response.statusCode ?? 0, length: response.headers["content-length"], body })
+                    })
+                  }
+                )
+                outgoing.on("error", reject)
+                outgoing.end()
+              })
+          )
+        const head = yield* answeredBy(door, get(`head-${door}`, "HEAD"))
+        assert.deepStrictEqual(head, { status: 200, length: undefined, body: "" })
+        const next = yield* answeredBy(door, get(`after-head-${door}`, undefined))
+        assert.deepStrictEqual(next, { status: 200, length: "11", body: '{"ok":true}' })
+        assert.deepStrictEqual(upstreamSeen().slice(seen), ["HEAD /sized", "GET /sized"])
+      })
+    )
+
+    it.effect(`${door} door: response headers over the limit are 502 upstream_response_headers_too_large`, () =>
+      Effect.gen(function* () {
+        const plane = yield* DataPlane
+        // The cold door's error goes back to the HttpApi handler, which encodes it: here, as it would.
+        const front =
+          door === "cold"
+            ? yield* effectServer((request, response) =>
+                plane.proxyRaw(actor, connectionId, request, response).pipe(
+                  Effect.catch((error) =>
+                    Effect.sync(() => {
+                      response.writeHead(error._tag === "BadGateway" ? 502 : 599, {
+                        "content-type": "application/json"
+                      })
+                      response.end(JSON.stringify({ error: error.error, code: error.code }))
+                    })
+                  )
+                )
+              )
+            : yield* warmServer(plane.warmDoor("api"))
+        const raw = yield* answeredBy(
+          door,
+          Effect.promise(async () => {
+            const response = await fetch(`${front.origin}/api/v1/connections/${connectionId}/_proxy_raw`, {
+              headers: {
+                authorization: "Bearer warm",
+                "x-svc-upstream-url": `${upstreamOrigin}/big-headers`,
+                "x-svc-label": `phase=big-raw-${door}`
+              }
+            })
+            return { status: response.status, body: await response.text() }
+          })
+        )
+        const envelope = yield* answeredBy(
+          door,
+          envelopeThrough(door, {
+            url: `${upstreamOrigin}/big-headers`,
+            method: "GET",
+            labels: { phase: `big-${door}` }
+          }).pipe(
+            Effect.catch((error) =>
+              Effect.succeed({
+                status: error._tag === "BadGateway" ? 502 : 0,
+                body: { error: error.error, code: error.code } as unknown
+              })
+            )
+          )
+        )
+        const expected = {
+          error: "The upstream response headers are larger than allowed",
+          code: "upstream_response_headers_too_large"
+        }
+        assert.deepStrictEqual([raw.status, JSON.parse(raw.body)], [502, expected])
+        assert.deepStrictEqual([envelope.status, envelope.body], [502, expected])
+        assert.strictEqual(eventOf(`big-${door}`).response_status_code, null)
+      })
+    )
+
+    it.effect(`${door} door: _proxy_raw relays 103 Early Hints, and trailers to a caller that sent TE: trailers`, () =>
+      Effect.gen(function* () {
+        const plane = yield* DataPlane
+        const front =
+          door === "cold"
+            ? yield* effectServer((request, response) => plane.proxyRaw(actor, connectionId, request, response))
+            : yield* warmServer(plane.warmDoor("api"))
+        const seen = upstreamTe().length
+        const get = (phase: string, te: string | undefined) =>
+          Effect.promise(
+            () =>
+              new Promise<{
+                hints: Array<string>
+                status: number
+                body: string
+                trailers: Record<string, string | undefined>
+              }>((resolve, reject) => {
+                const hints: Array<string> = []
+                const outgoing = httpRequest(
+                  `${front.origin}/api/v1/connections/${connectionId}/_proxy_raw`,
+                  {
+                    headers: {
+                      authorization: "Bearer warm",
+                      "x-svc-upstream-url": `${upstreamOrigin}/hints`,
+                      "x-svc-label": `phase=${phase}`,
+                      ...(te === undefined ? {} : { te })
+                    }
+                  },
+                  (response) => {
+                    let body = ""
+                    response.on("data", (chunk: Buffer) => {
+                      body += chunk.toString()
+                    })
+                    response.on("end", () =>
+                      resolve({ hints, status: response.statusCode ?? 0, body, trailers: { ...response.trailers } })
+                    )
+                  }
+                )
+                outgoing.on("information", (info) => {
+                  hints.push(`${info.statusCode} ${JSON.stringify(info.headers)}`)
+                })
+                outgoing.on("error", reject)
+                outgoing.end()
+              })
+          )
+        const hint = `103 ${JSON.stringify({ link: "</style.css>; rel=preload; as=style" })}`
+        const asked = yield* answeredBy(door, get(`trailers-${door}`, "trailers"))
+        assert.deepStrictEqual(asked, { hints: [hint], status: 200, body: "body", trailers: { "x-checksum": "abc" } })
+        const plain = yield* answeredBy(door, get(`no-trailers-${door}`, undefined))
+        assert.deepStrictEqual(plain, { hints: [hint], status: 200, body: "body", trailers: {} })
+        assert.deepStrictEqual(
+          upstreamTe().slice(seen),
+          ["trailers", undefined],
+          "TE: trailers asked upstream only for the caller who did"
         )
       })
     )

@@ -37,6 +37,8 @@ export interface RawRequest extends NodeRequest {
   readonly hasBody: boolean
   /** The declared body length, when it is one. */
   readonly contentLength: number | undefined
+  /** The caller sent `TE: trailers`: the upstream is asked for trailers and they are relayed. */
+  readonly trailers: boolean
 }
 
 const headerValues = (value: string | Array<string> | undefined): ReadonlyArray<string> =>
@@ -62,6 +64,14 @@ const captured = (body: IncomingMessage, capture: BodyCapture) =>
     })
   )
 
+/** `TE` lists `trailers` (RFC 9110 10.1.4). */
+const asksForTrailers = (te: string | ReadonlyArray<string> | undefined): boolean => {
+  if (te === undefined) return false
+  for (const token of (typeof te === "string" ? te : te.join(",")).split(","))
+    if (token.split(";")[0]?.trim().toLowerCase() === "trailers") return true
+  return false
+}
+
 /** Reads a raw request (after the target resolved); a 400 when its `X-Svc-*` controls are not valid. */
 export const readRaw = (input: RawInput): RawRequest | BadRequest => {
   const { request } = input
@@ -86,7 +96,8 @@ export const readRaw = (input: RawInput): RawRequest | BadRequest => {
     incoming: request,
     response: input.response,
     hasBody,
-    contentLength: hasBody && length !== undefined && Number.isSafeInteger(length) ? length : undefined
+    contentLength: hasBody && length !== undefined && Number.isSafeInteger(length) ? length : undefined,
+    trailers: asksForTrailers(request.headers.te)
   }
 }
 
@@ -98,6 +109,20 @@ const unrelayable = (request: RawRequest) =>
       detail: "the upstream answered headers that cannot be relayed"
     })
   )
+
+/**
+ * The answer's headers framed for the caller's method (issue 32 item 12; docs/proxy.md): the
+ * answer to an upstream `HEAD` has no body, whatever length it declares; a caller that did not
+ * send `HEAD` itself (`X-Svc-Upstream-Method: HEAD`) would wait for that many bytes and read the
+ * next answer on its connection as them. Its `Content-Length` is dropped, so the empty body is
+ * framed as such (chunked, at once terminated). The headers as they are otherwise.
+ */
+const framed = (request: RawRequest, headers: StreamedResponse["headers"]): Record<string, string | Array<string>> => {
+  const all = headers as Record<string, string | Array<string>>
+  if (request.method !== "HEAD" || request.incoming.method === "HEAD" || all["content-length"] === undefined) return all
+  const { "content-length": _declared, ...rest } = all
+  return rest
+}
 
 /**
  * Writes the upstream's answer on the caller's response, plain: the head at once, each chunk of
@@ -112,7 +137,7 @@ export const relayRaw = (
 ): ReturnType<typeof unrelayable> | undefined => {
   const { response } = request
   try {
-    response.writeHead(answer.status, answer.headers as Record<string, string | Array<string>>)
+    response.writeHead(answer.status, framed(request, answer.headers))
     // A streamed answer (no length: chunked, server-sent events) shows its head at once; one
     // with a length goes out with its first bytes, headers and body in one write.
     if (answer.headers["content-length"] === undefined) response.flushHeaders()
@@ -135,7 +160,7 @@ export const relayRaw = (
   }
   response.once("close", () => finish(!response.writableFinished))
   response.once("finish", () => finish(false))
-  body.pipe(response, () => finish(true))
+  body.pipe(response, () => finish(true), request.trailers)
   return undefined
 }
 
@@ -155,7 +180,8 @@ export const rawOutbound = (
     url: injected.url,
     headers: injected.headers,
     ...(body === undefined ? {} : { body }),
-    ...(request.contentLength === undefined ? {} : { contentLength: request.contentLength })
+    ...(request.contentLength === undefined ? {} : { contentLength: request.contentLength }),
+    trailers: request.trailers
   }
 }
 
@@ -180,7 +206,13 @@ const discard = (answer: StreamedResponse) => {
 /** The upstream leg of `_proxy_raw` over `outbound`: both bodies stream. */
 export const rawLeg = (outbound: Outbound["Service"]): Leg<RawRequest, StreamedResponse> => ({
   send: (request, injected, options, captures, callbacks) =>
-    outbound.streamPlain(rawOutbound(request, injected, captures), options, responseObserver(captures), callbacks),
+    outbound.streamPlain(
+      rawOutbound(request, injected, captures),
+      options,
+      responseObserver(captures),
+      callbacks,
+      request.response
+    ),
   whenOver,
   discard
 })
