@@ -3,10 +3,11 @@
  * shows its signing secret once, and per endpoint its recent deliveries (event, webhook-id, state,
  * attempts, last status) with redeliver and send-test.
  */
-import type { Webhook, WebhookDelivery, WebhookWithSecret } from "@svc/domain/Webhook"
+import type { Webhook, WebhookWithSecret } from "@svc/domain/Webhook"
 import { useState } from "preact/hooks"
-import { describeError, type Page } from "../shared/api.ts"
-import { api, ErrorBox, Field, TableHead, useLoad } from "./common.tsx"
+import { describeError } from "../shared/api.ts"
+import { adminApi } from "./adminApi.ts"
+import { ErrorBox, Field, TableHead, useLoad } from "./common.tsx"
 
 const list = (text: string) =>
   text
@@ -26,7 +27,7 @@ const CreateForm = (props: { readonly onCreated: (created: WebhookWithSecret) =>
     setError(undefined)
     setBusy(true)
     try {
-      const created = await api.send<WebhookWithSecret>("POST", "/api/v1/webhooks", {
+      const created = await adminApi.createWebhook({
         namespace: namespace.trim(),
         url: url.trim(),
         ...(list(events).length === 0 ? {} : { events: list(events) }),
@@ -65,10 +66,7 @@ const CreateForm = (props: { readonly onCreated: (created: WebhookWithSecret) =>
 const Deliveries = (props: { readonly webhook: Webhook }) => {
   const [message, setMessage] = useState<string | undefined>()
   const [error, setError] = useState<string | undefined>()
-  const deliveries = useLoad(
-    () => api.get<Page<WebhookDelivery>>(`/api/v1/webhooks/${props.webhook.id}/deliveries`, { limit: "50" }),
-    [props.webhook.id]
-  )
+  const deliveries = useLoad(() => adminApi.listDeliveries(props.webhook.id, { limit: "50" }), [props.webhook.id])
   const act = async (what: () => Promise<string>) => {
     setError(undefined)
     try {
@@ -88,7 +86,7 @@ const Deliveries = (props: { readonly webhook: Webhook }) => {
           class="svc-button"
           onClick={() =>
             act(async () => {
-              const sent = await api.send<{ delivery_id: string }>("POST", `/api/v1/webhooks/${props.webhook.id}/_test`)
+              const sent = await adminApi.testWebhook(props.webhook.id)
               return `Queued a test event (${sent.delivery_id}).`
             })
           }
@@ -124,7 +122,7 @@ const Deliveries = (props: { readonly webhook: Webhook }) => {
                   aria-label={`Redeliver ${d.id}`}
                   onClick={() =>
                     act(async () => {
-                      await api.send("POST", `/api/v1/webhooks/${props.webhook.id}/deliveries/${d.id}/_redeliver`)
+                      await adminApi.redeliver(props.webhook.id, d.id)
                       return `Redelivering ${d.id}.`
                     })
                   }
@@ -146,7 +144,7 @@ export const WebhooksView = () => {
   const [creating, setCreating] = useState(false)
   const [secret, setSecret] = useState<{ readonly name: string; readonly secret: string } | undefined>()
   const [open, setOpen] = useState<Webhook | undefined>()
-  const hooks = useLoad(() => api.get<Page<Webhook>>("/api/v1/webhooks", { namespace, limit: "100" }), [namespace])
+  const hooks = useLoad(() => adminApi.listWebhooks({ namespace, limit: "100" }), [namespace])
   return (
     <section aria-label="Webhooks">
       <div class="svc-row">

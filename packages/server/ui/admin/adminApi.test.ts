@@ -1,7 +1,8 @@
 /** The admin UI's API module against the admin-api's HttpApi declarations, at run time too. */
 import { AdminApiV1 } from "@svc/domain/http/Apis"
 import { describe, expect, it } from "vitest"
-import { endpoints, fill } from "./adminApi.ts"
+import { fill } from "../shared/endpoints.ts"
+import { endpoints } from "./adminApi.ts"
 
 describe("adminApi", () => {
   it("declares every call with the method and path of its HttpApi endpoint", () => {

@@ -1,40 +1,16 @@
 /**
  * The admin UI's one API module: a function per admin-api endpoint it calls, and no API path
- * anywhere else. Each call is declared by its HttpApi group and endpoint name
- * (`packages/domain/src/http`): its method and path are checked against that declaration at
- * compile time (`declared` does not type-check otherwise) and again by adminApi.test.ts, and its
- * answer's type is the endpoint's success schema's type, not one chosen at the call site (the
- * domain's response schemas keep the JSON shapes: strings for times, plain objects). The JSON
- * boundary of shared/api.ts is the one place a body becomes that type.
+ * anywhere else. Calls are declared with shared/endpoints.ts (HttpApi group and endpoint name;
+ * method and path checked at compile time and by adminApi.test.ts; the answer typed by the
+ * endpoint's success schema).
  */
 import type { AdminApiV1 } from "@svc/domain/http/Apis"
 import { makeApi } from "../shared/api.ts"
+import { makeEndpoints } from "../shared/endpoints.ts"
 
 const http = makeApi("svc_admin_xsrf")
 
-type Groups = (typeof AdminApiV1)["groups"]
-type EndpointOf<G extends keyof Groups, N extends keyof Groups[G]["endpoints"]> = Groups[G]["endpoints"][N]
-type MethodOf<E> = E extends { readonly method: infer M } ? M : never
-type PathOf<E> = E extends { readonly path: infer P } ? P : never
-type SuccessSchema<E> = E extends { readonly "~Success": infer S } ? (S extends ReadonlyArray<infer A> ? A : S) : never
-/** What an endpoint answers: its success schema's type. */
-export type Answer<G extends keyof Groups, N extends keyof Groups[G]["endpoints"]> =
-  SuccessSchema<EndpointOf<G, N>> extends { readonly Type: infer A } ? A : never
-
-/** One declared call: group, endpoint name, and the method and path the declaration has. */
-export interface Declared<G extends keyof Groups, N extends keyof Groups[G]["endpoints"]> {
-  readonly group: G
-  readonly name: N
-  readonly method: MethodOf<EndpointOf<G, N>>
-  readonly path: PathOf<EndpointOf<G, N>>
-}
-
-const declared = <G extends keyof Groups, N extends keyof Groups[G]["endpoints"] & string>(
-  group: G,
-  name: N,
-  method: MethodOf<EndpointOf<G, N>>,
-  path: PathOf<EndpointOf<G, N>>
-): Declared<G, N> => ({ group, name, method, path })
+const { declared, call } = makeEndpoints<typeof AdminApiV1>(http)
 
 /** Every endpoint the admin UI calls (adminApi.test.ts checks each against the declarations). */
 export const endpoints = {
@@ -71,33 +47,15 @@ export const endpoints = {
   getRecording: declared("requestEvents", "recording", "GET", "/api/v1/metrics/request-events/:id/recording"),
   queryMetrics: declared("metrics", "query", "POST", "/api/v1/metrics/query"),
   getTask: declared("tasks", "get", "GET", "/api/v1/tasks/:taskId"),
-  searchResources: declared("search", "resources", "GET", "/api/v1/search/resources")
+  searchResources: declared("search", "resources", "GET", "/api/v1/search/resources"),
+  listWebhooks: declared("webhooks", "list", "GET", "/api/v1/webhooks"),
+  createWebhook: declared("webhooks", "create", "POST", "/api/v1/webhooks"),
+  testWebhook: declared("webhooks", "test", "POST", "/api/v1/webhooks/:id/_test"),
+  listDeliveries: declared("webhooks", "deliveries", "GET", "/api/v1/webhooks/:id/deliveries"),
+  redeliver: declared("webhooks", "redeliver", "POST", "/api/v1/webhooks/:id/deliveries/:deliveryId/_redeliver")
 } as const
 
 type Query = Readonly<Record<string, string | undefined>>
-
-/** `path` with each `:name` segment replaced by `params[name]`, URL-encoded. */
-export const fill = (path: string, params: Readonly<Record<string, string | number>>): string =>
-  path.replace(/:([A-Za-z]+)/g, (_, name: string) => {
-    const value = params[name]
-    if (value === undefined) throw new Error(`no value for :${name} of ${path}`)
-    return encodeURIComponent(String(value))
-  })
-
-const call = <G extends keyof Groups, N extends keyof Groups[G]["endpoints"]>(
-  endpoint: Declared<G, N>,
-  options: {
-    readonly params?: Readonly<Record<string, string | number>>
-    readonly query?: Query
-    readonly body?: unknown
-  } = {}
-): Promise<Answer<G, N>> => {
-  const path = fill(endpoint.path as string, options.params ?? {})
-  const method = endpoint.method as string
-  return method === "GET"
-    ? http.get<Answer<G, N>>(path, options.query)
-    : http.send<Answer<G, N>>(method as "POST" | "PUT" | "PATCH" | "DELETE", path, options.body ?? {})
-}
 
 const e = endpoints
 const id = (value: string) => ({ id: value })
@@ -139,5 +97,10 @@ export const adminApi = {
   getRecording: (eventId: string) => call(e.getRecording, { params: id(eventId) }),
   queryMetrics: (body: unknown) => call(e.queryMetrics, { body }),
   getTask: (taskId: string) => call(e.getTask, { params: { taskId } }),
-  searchResources: (query: Query) => call(e.searchResources, { query })
+  searchResources: (query: Query) => call(e.searchResources, { query }),
+  listWebhooks: (query: Query) => call(e.listWebhooks, { query }),
+  createWebhook: (body: unknown) => call(e.createWebhook, { body }),
+  testWebhook: (webhookId: string) => call(e.testWebhook, { params: id(webhookId) }),
+  listDeliveries: (webhookId: string, query: Query) => call(e.listDeliveries, { params: id(webhookId), query }),
+  redeliver: (webhookId: string, deliveryId: string) => call(e.redeliver, { params: { id: webhookId, deliveryId } })
 }

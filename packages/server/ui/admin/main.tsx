@@ -5,7 +5,7 @@
  */
 import { render } from "preact"
 import { useEffect, useState } from "preact/hooks"
-import { ApiError, describeError } from "../shared/api.ts"
+import { ApiError, describeError, getChecked, hasFields } from "../shared/api.ts"
 import "../shared/theme.css"
 import { applyTheme } from "../shared/theme.ts"
 import { api, ErrorBox } from "./common.tsx"
@@ -18,6 +18,14 @@ interface AdminSession {
   readonly expiresAt: string
   readonly initiateSessionUrl: string | null
 }
+
+const isAdminSession = hasFields<AdminSession>({
+  actorId: "string",
+  externalId: "string",
+  name: "string",
+  expiresAt: "string",
+  initiateSessionUrl: "string?"
+})
 
 const loginErrors: Readonly<Record<string, string>> = {
   invalid_token: "The sign-in link was not accepted.",
@@ -127,8 +135,7 @@ const App = () => {
   const [session, setSession] = useState<AdminSession | null | undefined>()
   const [error, setError] = useState<string | undefined>()
   const load = () =>
-    api
-      .get<AdminSession>("/ui/session")
+    getChecked(api, "/ui/session", isAdminSession)
       .then(setSession)
       .catch((e: unknown) => {
         if (e instanceof ApiError && e.status === 401) setSession(null)

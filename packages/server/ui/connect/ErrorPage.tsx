@@ -6,8 +6,9 @@
  * nothing but the code and the sentences below).
  */
 import { useEffect, useState } from "preact/hooks"
+import { getChecked } from "../shared/api.ts"
 import { api } from "./common.ts"
-import { type ConnectConfig, hostWindow, notifyHost } from "./host.ts"
+import { hostWindow, isConnectConfig, notifyHost } from "./host.ts"
 
 /** What the user reads, and what the host's developers must do, for each code. */
 export const connectErrors: Readonly<
@@ -71,8 +72,7 @@ export const ErrorPage = () => {
       }
       return
     }
-    api
-      .get<ConnectConfig>("/connect/config.json")
+    getChecked(api, "/connect/config.json", isConnectConfig)
       .then((config) => setTold(notifyHost(config, message)))
       .catch(() => undefined)
   }, [])

@@ -7,11 +7,11 @@ import type { Connection } from "@svc/domain/Connection"
 import type { SetupProgress } from "@svc/domain/ConnectionSetup"
 import type { Connector } from "@svc/domain/Connector"
 import type { Notification } from "@svc/domain/Notification"
-import type { Task } from "@svc/domain/Task"
 import { useEffect, useState } from "preact/hooks"
-import { ApiError, type Page } from "../shared/api.ts"
+import { ApiError } from "../shared/api.ts"
 import { Alert, ConfirmDialog, displayNameOf } from "../shared/components.tsx"
-import { api, messageOf, returnPath, type Session } from "./common.ts"
+import { connectApi } from "./connectApi.ts"
+import { messageOf, returnPath, type Session } from "./common.ts"
 import { type ConnectConfig, hostWindow, notifyHost } from "./host.ts"
 import { ConnectionList, ConnectorList, faceOf, NoticeList, parseAction } from "./Lists.tsx"
 import { SetupFlow } from "./SetupFlow.tsx"
@@ -43,9 +43,9 @@ export const Home = (props: {
   const refresh = async (): Promise<ReadonlyArray<Notification>> => {
     try {
       const [cxrs, cxns, ntfs] = await Promise.all([
-        api.get<Page<Connector>>("/api/v1/connectors", { limit: "100" }),
-        api.get<Page<Connection>>("/api/v1/connections", { limit: "100" }),
-        api.get<{ items: ReadonlyArray<Notification> }>("/api/v1/notifications")
+        connectApi.listConnectors(),
+        connectApi.listConnections(),
+        connectApi.listNotifications()
       ])
       setConnectors(cxrs.items)
       setConnections(cxns.items)
@@ -80,9 +80,7 @@ export const Home = (props: {
   }
 
   const connect = (connector: Connector) =>
-    start(connector.id, `Connect ${displayNameOf(connector)}`, () =>
-      api.send<SetupProgress>("POST", "/api/v1/connections/_initiate", { connectorId: connector.id, returnToUrl })
-    )
+    start(connector.id, `Connect ${displayNameOf(connector)}`, () => connectApi.initiate(connector.id, returnToUrl))
 
   const act = (notice: Notification) => {
     const action = parseAction(notice.action_url)
@@ -92,16 +90,14 @@ export const Home = (props: {
       notice.title,
       () =>
         action.action === "reauth"
-          ? api.send<SetupProgress>("POST", `/api/v1/connections/${action.connectionId}/_reauthorize`, { returnToUrl })
-          : api.get<SetupProgress>(`/api/v1/connections/${action.connectionId}/_setup`),
+          ? connectApi.reauthorize(action.connectionId, returnToUrl)
+          : connectApi.setupProgress(action.connectionId),
       notice.id
     )
   }
 
   const resume = (connection: Connection) =>
-    start(connection.id, `Finish connecting ${nameOf(connection)}`, () =>
-      api.get<SetupProgress>(`/api/v1/connections/${connection.id}/_setup`)
-    )
+    start(connection.id, `Finish connecting ${nameOf(connection)}`, () => connectApi.setupProgress(connection.id))
 
   const done = async (connection: Connection) => {
     const current = flow
@@ -116,7 +112,7 @@ export const Home = (props: {
     const after = await refresh()
     // A completed action usually resolves its notice; one still listed is marked viewed.
     if (current?.noticeId !== undefined && after.some((n) => n.id === current.noticeId)) {
-      await api.send("POST", `/api/v1/notifications/${current.noticeId}/_viewed`).catch(() => undefined)
+      await connectApi.markViewed(current.noticeId).catch(() => undefined)
       await refresh()
     }
   }
@@ -126,12 +122,12 @@ export const Home = (props: {
     setBusy(connection.id)
     setError(undefined)
     try {
-      const started = await api.send<{ taskId: string }>("POST", `/api/v1/connections/${connection.id}/_disconnect`, {})
+      const started = await connectApi.disconnect(connection.id)
       const deadline = Date.now() + 120_000
-      let task = await api.get<Task>(`/api/v1/tasks/${encodeURIComponent(started.taskId)}`)
+      let task = await connectApi.getTask(started.taskId)
       while (task.state !== "completed" && task.state !== "failed" && Date.now() < deadline) {
         await new Promise((resolve) => setTimeout(resolve, 500))
-        task = await api.get<Task>(`/api/v1/tasks/${encodeURIComponent(started.taskId)}`)
+        task = await connectApi.getTask(started.taskId)
       }
       if (task.state === "failed") setError(`Disconnecting ${nameOf(connection)} failed.`)
       else {

@@ -10,9 +10,9 @@ import type { JSX } from "preact"
 import { useEffect, useRef, useState } from "preact/hooks"
 import { ApiError, type ErrorDetail } from "../shared/api.ts"
 import { Alert } from "../shared/components.tsx"
+import { connectApi } from "./connectApi.ts"
 import { isSecret, type ObjectSchema, SchemaForm } from "../shared/SchemaForm.tsx"
 import {
-  api,
   friendlyErrors,
   isOAuthReturn,
   messageOf,
@@ -94,7 +94,7 @@ export const SetupFlow = (props: SetupFlowProps) => {
   }, [progress])
 
   const reload = async () => {
-    setProgress(await api.get<SetupProgress>(`/api/v1/connections/${connectionId}/_setup`))
+    setProgress(await connectApi.setupProgress(connectionId))
   }
 
   useEffect(() => {
@@ -118,9 +118,7 @@ export const SetupFlow = (props: SetupFlowProps) => {
       setAnswered((before) => [...before.filter((a) => a.form.stepId !== stepId), kept])
     }
     try {
-      setProgress(
-        await api.send<SetupProgress>("POST", `/api/v1/connections/${connectionId}/_setup`, { stepId, values })
-      )
+      setProgress(await connectApi.submitSetupStep(connectionId, stepId, values))
       setEditing(undefined)
     } catch (e) {
       setError(messageOf(e))

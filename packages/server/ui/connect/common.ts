@@ -1,5 +1,5 @@
 /** What the Connect UI's screens share: the API on the browser session, step ids, error wording. */
-import { ApiError, makeApi } from "../shared/api.ts"
+import { ApiError, hasFields, makeApi } from "../shared/api.ts"
 
 export const api = makeApi("XSRF-TOKEN")
 export const verifyStepId = "svc:verify"
@@ -21,6 +21,9 @@ export interface Session {
   readonly externalId: string
   readonly expiresAt: string
 }
+
+/** Whether an answer of `/marketplace/session` is a {@link Session}. */
+export const isSession = hasFields<Session>({ actorId: "string", externalId: "string", expiresAt: "string" })
 
 export const friendlyErrors: Readonly<Record<string, string>> = {
   access_denied: "You declined access at the provider.",

@@ -4,12 +4,16 @@
  * `host_application.allowed_origins`, never `*`) and the messages posted to it. The theme the host
  * asks for in the URL is applied by shared/theme.ts.
  */
+import { hasFields } from "../shared/api.ts"
 
 /** What `GET /connect/config.json` answers. */
 export interface ConnectConfig {
   readonly hostOrigins: ReadonlyArray<string>
   readonly publicBaseUrl: string
 }
+
+/** Whether an answer of `/connect/config.json` is a {@link ConnectConfig}. */
+export const isConnectConfig = hasFields<ConnectConfig>({ hostOrigins: "strings", publicBaseUrl: "string" })
 
 /** A message the Connect UI posts to its host. */
 export type HostMessage =

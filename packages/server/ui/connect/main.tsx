@@ -6,14 +6,14 @@
  */
 import { render } from "preact"
 import { useEffect, useState } from "preact/hooks"
-import { ApiError, readCookie } from "../shared/api.ts"
+import { ApiError, getChecked, readCookie } from "../shared/api.ts"
 import { Alert } from "../shared/components.tsx"
 import "../shared/theme.css"
 import { applyTheme } from "../shared/theme.ts"
-import { api, messageOf, returnPath, type Session } from "./common.ts"
+import { api, isSession, messageOf, returnPath, type Session } from "./common.ts"
 import { ErrorPage } from "./ErrorPage.tsx"
 import { Home } from "./Home.tsx"
-import type { ConnectConfig } from "./host.ts"
+import { type ConnectConfig, isConnectConfig } from "./host.ts"
 import { OAuthReturn } from "./SetupFlow.tsx"
 
 const SignedOut = () => {
@@ -36,11 +36,11 @@ const App = () => {
 
   useEffect(() => {
     Promise.all([
-      api.get<ConnectConfig>("/connect/config.json"),
+      getChecked(api, "/connect/config.json", isConnectConfig),
       // Without the XSRF cookie there is no session to ask about (and no 401 to log).
       readCookie("XSRF-TOKEN") === undefined
         ? Promise.resolve(null)
-        : api.get<Session>("/marketplace/session").catch((e: unknown) => {
+        : getChecked(api, "/marketplace/session", isSession).catch((e: unknown) => {
             if (e instanceof ApiError && e.status === 401) return null
             throw e
           })
