@@ -1,6 +1,6 @@
 /**
  * A connection's setup in the Connect UI, step by step (forms from each step's JSON Schema, the
- * OAuth2 sign-in in a popup, the verify step), and the page the OAuth2 popup lands on. A failed
+ * OAuth2 sign-in in a popup, the verify step; the last two in SetupSteps.tsx). A failed
  * verification offers to edit the steps answered in this browser (credentials first): the form
  * comes back with its values kept and its secret fields empty, and the check runs again.
  */
@@ -11,63 +11,9 @@ import { useEffect, useRef, useState } from "preact/hooks"
 import { ApiError, type ErrorDetail } from "../shared/api.ts"
 import { Alert } from "../shared/components.tsx"
 import { connectApi } from "./connectApi.ts"
-import { isSecret, type ObjectSchema, SchemaForm } from "../shared/SchemaForm.tsx"
-import {
-  friendlyErrors,
-  isOAuthReturn,
-  messageOf,
-  type OAuthReturnMessage,
-  probeProblem,
-  verifyStepId
-} from "./common.ts"
-
-const providerError = (code: string): string =>
-  friendlyErrors[code] ?? `Signing in at the provider did not complete. (${code})`
-
-/** Where the OAuth2 popup lands: hands the outcome to the opener and closes, or links back. */
-export const OAuthReturn = () => {
-  const params = new URLSearchParams(location.search)
-  const message: OAuthReturnMessage = {
-    type: "svc:oauth-return",
-    connectionId: params.get("connection_id"),
-    status: params.get("status"),
-    error: params.get("error")
-  }
-  const opener = window.opener as Window | null
-  useEffect(() => {
-    if (opener !== null) {
-      opener.postMessage(message, location.origin)
-      window.close()
-    }
-  }, [])
-  return (
-    <main>
-      <div class="svc-card">
-        <h1>{message.error === null ? "Signed in" : "Sign-in did not complete"}</h1>
-        <p>{message.error === null ? "You can close this window." : providerError(message.error)}</p>
-        <a href="/connect/">Back to your connections</a>
-      </div>
-    </main>
-  )
-}
-
-type FormStep = Extract<SetupProgress["next"], { readonly type: "form" }>
-
-/** A form step answered in this browser: its form and the values sent, secrets left out. */
-interface Answered {
-  readonly form: FormStep
-  readonly values: Readonly<Record<string, unknown>>
-}
-
-const withoutSecrets = (form: FormStep, values: Record<string, unknown>): Record<string, unknown> => {
-  const properties = (form.json_schema as ObjectSchema).properties ?? {}
-  return Object.fromEntries(Object.entries(values).filter(([name]) => !isSecret(properties[name] ?? {})))
-}
-
-const editLabel = (form: FormStep): string =>
-  form.phase === "credentials"
-    ? "Edit credentials"
-    : `Edit ${(form.title ?? (form.json_schema as ObjectSchema).title ?? "settings").toLowerCase()}`
+import { type Answered, type FormStep, SignInStep, VerifyStep, withoutSecrets } from "./SetupSteps.tsx"
+import { type ObjectSchema, SchemaForm } from "../shared/SchemaForm.tsx"
+import { providerError, isOAuthReturn, messageOf, probeProblem, verifyStepId } from "./common.ts"
 
 export interface SetupFlowProps {
   readonly title: string
@@ -174,53 +120,19 @@ export const SetupFlow = (props: SetupFlowProps) => {
       </div>
     )
   } else if (next.type === "redirect") {
-    body = (
-      <div>
-        <p>Sign in with the provider in a new window to grant access.</p>
-        <div class="svc-row">
-          <button type="button" class="svc-button svc-primary" onClick={() => openSignIn(next.url)}>
-            Continue to sign in
-          </button>
-          <a href={next.url} target="_blank" rel="noopener">
-            Open the sign-in page in a new tab
-          </a>
-        </div>
-        {waitingForPopup && (
-          <p class="svc-muted" role="status">
-            Waiting for the sign-in window…
-          </p>
-        )}
-      </div>
-    )
+    body = <SignInStep url={next.url} waiting={waitingForPopup} onOpen={() => openSignIn(next.url)} />
   } else if (atVerify) {
-    // Credentials first: they are what a failed check most often means.
-    const editable = [...answered].sort(
-      (a, b) => Number(b.form.phase === "credentials") - Number(a.form.phase === "credentials")
-    )
     body = (
-      <div>
-        <p>Check that the connection works.</p>
-        <div class="svc-row">
-          {editable.map((a) => (
-            <button
-              key={a.form.stepId}
-              type="button"
-              class={`svc-button ${a.form.phase === "credentials" ? "svc-primary" : ""}`}
-              disabled={busy}
-              onClick={() => {
-                setError(undefined)
-                setDetails([])
-                setEditing(a)
-              }}
-            >
-              {editLabel(a.form)}
-            </button>
-          ))}
-          <button type="button" class="svc-button" disabled={busy} onClick={() => submit(undefined, verifyStepId, {})}>
-            {busy ? "Checking…" : "Check again"}
-          </button>
-        </div>
-      </div>
+      <VerifyStep
+        answered={answered}
+        busy={busy}
+        onEdit={(a) => {
+          setError(undefined)
+          setDetails([])
+          setEditing(a)
+        }}
+        onCheck={() => submit(undefined, verifyStepId, {})}
+      />
     )
   } else if (next.type === "form") {
     body = formOf(next, undefined, next.phase === "credentials" ? "Connect" : "Continue")

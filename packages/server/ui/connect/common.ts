@@ -62,3 +62,7 @@ export const probeProblem = (message: string): string => {
   if (/\b4\d\d\b/.test(message)) return "The provider refused the check. Your settings may be wrong."
   return "The provider could not be reached right now. Try again in a moment."
 }
+
+/** What an end user reads when signing in at the provider failed with `code`. */
+export const providerError = (code: string): string =>
+  friendlyErrors[code] ?? `Signing in at the provider did not complete. (${code})`

@@ -14,7 +14,7 @@ import { api, isSession, messageOf, returnPath, type Session } from "./common.ts
 import { ErrorPage } from "./ErrorPage.tsx"
 import { Home } from "./Home.tsx"
 import { type ConnectConfig, isConnectConfig } from "./host.ts"
-import { OAuthReturn } from "./SetupFlow.tsx"
+import { OAuthReturn } from "./OAuthReturn.tsx"
 
 const SignedOut = () => {
   const loginUrl = `/marketplace/login?return_to=${encodeURIComponent(location.pathname + location.search)}`
