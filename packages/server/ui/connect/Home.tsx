@@ -9,11 +9,12 @@ import type { Connector } from "@svc/domain/Connector"
 import type { Notification } from "@svc/domain/Notification"
 import { useEffect, useState } from "preact/hooks"
 import { ApiError } from "../shared/api.ts"
-import { Alert, ConfirmDialog, displayNameOf } from "../shared/components.tsx"
+import { Alert, displayNameOf } from "../shared/components.tsx"
 import { connectApi } from "./connectApi.ts"
 import { messageOf, returnPath, type Session } from "./common.ts"
-import { type ConnectConfig, hostWindow, notifyHost } from "./host.ts"
+import { type ConnectConfig, notifyHost } from "./host.ts"
 import { ConnectionList, ConnectorList, faceOf, NoticeList, parseAction } from "./Lists.tsx"
+import { DisconnectDialog, HomeHeader } from "./HomeParts.tsx"
 import { SetupFlow } from "./SetupFlow.tsx"
 
 type Flow = { readonly title: string; readonly progress: SetupProgress; readonly noticeId?: string }
@@ -148,23 +149,7 @@ export const Home = (props: {
 
   return (
     <main>
-      <div class="svc-row">
-        <h1>Connected accounts</h1>
-        <span class="svc-spacer" />
-        {hostWindow() !== undefined && (
-          <button
-            type="button"
-            class="svc-button"
-            onClick={() => {
-              notifyHost(props.config, { type: "svc:connect:close" })
-              // A popup the host opened closes itself; an iframe is the host's to remove.
-              if (window.parent === window && window.opener !== null) window.close()
-            }}
-          >
-            Close
-          </button>
-        )}
-      </div>
+      <HomeHeader config={props.config} />
       <Alert kind="error" text={error} testId="error" />
       <Alert kind="success" text={flash} testId="flash" />
       {flow !== undefined && (
@@ -198,19 +183,9 @@ export const Home = (props: {
         />
       )}
       <p class="svc-muted">Signed in as {props.session.externalId}.</p>
-      <ConfirmDialog
-        open={confirm !== undefined}
-        title={
-          confirm?.state === "setup" ? `Remove the unfinished ${confirmName} setup?` : `Disconnect ${confirmName}?`
-        }
-        impact={
-          <p>
-            {confirm?.state === "setup"
-              ? "The setup is discarded with what was entered so far."
-              : "The application will no longer be able to use this account. Access granted at the provider is revoked."}
-          </p>
-        }
-        confirmLabel={confirm?.state === "setup" ? "Remove" : "Disconnect"}
+      <DisconnectDialog
+        connection={confirm}
+        name={confirmName}
         onConfirm={() => confirm !== undefined && disconnect(confirm)}
         onClose={() => setConfirm(undefined)}
       />
