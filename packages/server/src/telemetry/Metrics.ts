@@ -94,6 +94,14 @@ const seriesKey = (attributes: Attributes): string => {
 
 type Handle = Metric.Metric<number, unknown>
 
+/** One series of an instrument, resolved once (`Instrument.bind`). */
+export interface BoundInstrument {
+  /** As `Instrument.add`. */
+  readonly add: (n: number) => void
+  /** As `Instrument.record` and `Instrument.set`. */
+  readonly record: (n: number) => void
+}
+
 export class Instrument {
   private readonly handles = new Map<string, Handle>()
   readonly info: InstrumentInfo
@@ -138,6 +146,20 @@ export class Instrument {
     const handle = this.at(attributes)
     if (this.info.kind === "updown") handle.modifyUnsafe(n, this.context)
     else handle.updateUnsafe(n, this.context)
+  }
+
+  /**
+   * The series of `attributes`, resolved now: for an attribute set the caller keeps and reuses
+   * (its updates then skip building the series key and the lookup).
+   */
+  bind(attributes: Attributes): BoundInstrument {
+    const handle = this.at(attributes)
+    const context = this.context
+    const updown = this.info.kind === "updown"
+    return {
+      add: updown ? (n) => handle.modifyUnsafe(n, context) : (n) => handle.updateUnsafe(n, context),
+      record: (n) => handle.updateUnsafe(n, context)
+    }
   }
 
   /** gauge: the current value. */
