@@ -13,7 +13,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { Tracer } from "effect"
 import type { ResolvedTelemetry } from "../config/TelemetryConfig.ts"
-import type { AttributeValue, Meter } from "./Metrics.ts"
+import type { AttributeValue, BoundInstrument, Meter } from "./Metrics.ts"
 import { inboundSpanOf, type InboundRecord, records } from "./InboundSpans.ts"
 import { instruments } from "./Telemetry.ts"
 import { nowNanos, parseTraceparent, randomHex, StatusCode, type SvcTracer } from "./Tracing.ts"
@@ -158,6 +158,18 @@ export const makeInbound = (options: {
   const m = store === undefined ? undefined : instruments(store)
   const route = routeMatcher(options.routes)
   const active = tracer !== undefined || m !== undefined || accessLog !== undefined
+  // `http.server.active_requests` of each method, resolved once (methods are few; a caller's
+  // made-up methods past the first 32 are resolved per request, as before).
+  const activeByMethod = new Map<string, BoundInstrument>()
+  const activeOf = (method: string): BoundInstrument | undefined => {
+    if (m === undefined) return undefined
+    let bound = activeByMethod.get(method)
+    if (bound === undefined) {
+      bound = m.serverActive.bind({ "http.request.method": method, "svc.service": service })
+      if (activeByMethod.size < 32) activeByMethod.set(method, bound)
+    }
+    return bound
+  }
 
   const onRequest = (request: IncomingMessage, response: ServerResponse) => {
     const requestId = ensureRequestId(request, response)
@@ -175,8 +187,8 @@ export const makeInbound = (options: {
     })
     const record: InboundRecord = { span, actorId: undefined }
     records.set(request, record)
-    const activeAttributes = { "http.request.method": method, "svc.service": service }
-    if (!excluded) m?.serverActive.add(1, activeAttributes)
+    const activeCount = excluded ? undefined : activeOf(method)
+    activeCount?.add(1)
     response.once("close", () => {
       const status = response.statusCode
       const durationMs = performance.now() - started
@@ -193,8 +205,8 @@ export const makeInbound = (options: {
         } else span.statusCode = StatusCode.Unset
         span.end(nowNanos(), Exit.void)
       }
-      if (m !== undefined && !excluded) {
-        m.serverActive.add(-1, activeAttributes)
+      if (m !== undefined && activeCount !== undefined) {
+        activeCount.add(-1)
         const attributes: Record<string, AttributeValue> = {
           "http.request.method": method,
           "http.response.status_code": status,

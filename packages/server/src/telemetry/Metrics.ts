@@ -94,8 +94,21 @@ const seriesKey = (attributes: Attributes): string => {
 
 type Handle = Metric.Metric<number, unknown>
 
+/** One series of an instrument, resolved once (`Instrument.bind`). */
+export interface BoundInstrument {
+  /** As `Instrument.add`. */
+  readonly add: (n: number) => void
+  /** As `Instrument.record` and `Instrument.set`. */
+  readonly record: (n: number) => void
+}
+
+/** A node of `Instrument.at`'s walk: attribute key → value → node, and the handle of the set ending here. */
+type PathNode = Map<unknown, unknown>
+const handleSlot = Symbol("handle")
+
 export class Instrument {
   private readonly handles = new Map<string, Handle>()
+  private readonly paths: PathNode = new Map()
   readonly info: InstrumentInfo
   readonly boundaries: ReadonlyArray<number>
   private readonly context: Context.Context<never>
@@ -124,12 +137,33 @@ export class Instrument {
   }
 
   private at(attributes: Attributes): Handle {
+    // The hot path: a walk of maps by attribute key then value (no string built, nothing allocated
+    // for a series already seen). The series key below stays the identity of a series, so a value
+    // written as a number once and as its text another time is still one series.
+    let node = this.paths
+    for (const k in attributes) {
+      let byValue = node.get(k) as PathNode | undefined
+      if (byValue === undefined) {
+        byValue = new Map()
+        node.set(k, byValue)
+      }
+      const value = attributes[k]
+      let next = byValue.get(value) as PathNode | undefined
+      if (next === undefined) {
+        next = new Map()
+        byValue.set(value, next)
+      }
+      node = next
+    }
+    const known = node.get(handleSlot) as Handle | undefined
+    if (known !== undefined) return known
     const key = seriesKey(attributes)
     let handle = this.handles.get(key)
     if (handle === undefined) {
       handle = this.create(attributes)
       this.handles.set(key, handle)
     }
+    node.set(handleSlot, handle)
     return handle
   }
 
@@ -138,6 +172,20 @@ export class Instrument {
     const handle = this.at(attributes)
     if (this.info.kind === "updown") handle.modifyUnsafe(n, this.context)
     else handle.updateUnsafe(n, this.context)
+  }
+
+  /**
+   * The series of `attributes`, resolved now: for an attribute set the caller keeps and reuses
+   * (its updates then skip building the series key and the lookup).
+   */
+  bind(attributes: Attributes): BoundInstrument {
+    const handle = this.at(attributes)
+    const context = this.context
+    const updown = this.info.kind === "updown"
+    return {
+      add: updown ? (n) => handle.modifyUnsafe(n, context) : (n) => handle.updateUnsafe(n, context),
+      record: (n) => handle.updateUnsafe(n, context)
+    }
   }
 
   /** gauge: the current value. */

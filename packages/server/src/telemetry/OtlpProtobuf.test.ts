@@ -113,4 +113,13 @@ describe("fast span encoder", () => {
       Buffer.from(expected).toString("hex")
     )
   })
+
+  it("returns each export's own bytes (the writer's buffer is reused across exports)", () => {
+    const first = encodeTraces(resource, scope, spans)
+    const copy = Buffer.from(first).toString("hex")
+    const second = encodeTraces(resource, scope, spans.slice(0, 1))
+    expect(second.length).toBeLessThan(first.length)
+    expect(Buffer.from(first).toString("hex")).toBe(copy)
+    expect(Buffer.from(encodeTraces(resource, scope, spans)).toString("hex")).toBe(copy)
+  })
 })

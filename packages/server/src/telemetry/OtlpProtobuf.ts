@@ -10,10 +10,25 @@ import type { OtlpResource } from "effect/observability"
 type KeyValue = OtlpResource.KeyValue
 
 /** A protobuf writer: fields by number, nested messages by `fork`/`ldelim`. */
+/** An 8-byte scratch for `fixed64`: a bigint stored there is truncated to 64 bits without allocating. */
+const scratch64 = new BigUint64Array(1)
+const scratch8 = new Uint8Array(scratch64.buffer)
+const littleEndian = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1
+
 export class ProtoWriter {
-  private buf = Buffer.allocUnsafe(64 * 1024)
+  private buf: Buffer
   private pos = 0
   private readonly stack: Array<number> = []
+
+  constructor(buf: Buffer = Buffer.allocUnsafe(64 * 1024)) {
+    this.buf = buf
+  }
+
+  /** Starts a new message over the same buffer (what `finish` returned is a copy, unaffected). */
+  reset(): void {
+    this.pos = 0
+    this.stack.length = 0
+  }
 
   private ensure(n: number): void {
     if (this.pos + n <= this.buf.length) return
@@ -75,7 +90,10 @@ export class ProtoWriter {
   fixed64(field: number, v: bigint): void {
     this.tag(field, 1)
     this.ensure(8)
-    this.buf.writeBigUInt64LE(BigInt.asUintN(64, v), this.pos)
+    if (littleEndian) {
+      scratch64[0] = v
+      this.buf.set(scratch8, this.pos)
+    } else this.buf.writeBigUInt64LE(BigInt.asUintN(64, v), this.pos)
     this.pos += 8
   }
 
@@ -180,13 +198,18 @@ const resourceAttributes = (w: ProtoWriter, attributes: ReadonlyArray<KeyValue>)
   w.ldelim()
 }
 
+const traceWriter = new ProtoWriter()
+
 /** `ExportTraceServiceRequest` of `spans` under one resource and scope. */
 export const encodeTraces = (
   resource: ReadonlyArray<KeyValue>,
   scope: { readonly name: string; readonly version: string },
   spans: ReadonlyArray<EncodableSpan>
 ): Uint8Array => {
-  const w = new ProtoWriter()
+  // One writer for every export (encoding is synchronous): its buffer, grown to the largest
+  // batch, is not allocated again per export; the result is a copy.
+  const w = traceWriter
+  w.reset()
   w.fork(1) // resource_spans
   resourceAttributes(w, resource)
   w.fork(2) // scope_spans
