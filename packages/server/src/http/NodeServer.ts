@@ -36,8 +36,7 @@ export const makeNodeServer = (
             const scope = yield* Scope.fork(yield* Effect.scope, "parallel")
             const route = yield* NodeHttpServer.makeHandler(app, {
               scope,
-              // effect's own `serve` passes its middleware the same way (its type is the app's).
-              middleware: middleware as never
+              middleware
             })
             const onRequest =
               hook === undefined

@@ -19,7 +19,7 @@ interface DefinitionShape {
   readonly algorithm?: Readonly<Record<string, Readonly<Record<string, unknown>>>>
 }
 
-export const shapeOf = (rule: RateLimit): DefinitionShape => rule.definition as unknown as DefinitionShape
+export const shapeOf = (rule: RateLimit): DefinitionShape => rule.definition
 
 export interface FormState {
   readonly name: string
