@@ -5,6 +5,7 @@
  * `postgres`, output captured. pgbouncer refuses to run as root, so under root it switches to
  * the `postgres` user (`user = postgres`). `stop` always leaves no process and no directory behind.
  */
+import { watchChild } from "@svc/server/stores/testing/ChildServer"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs/promises"
 import * as net from "node:net"
@@ -72,30 +73,13 @@ const startOnce = async (): Promise<Pgbouncer> => {
   const child: ChildProcess = spawn(pgbouncerBin, [path.join(dir, "pgbouncer.ini")], {
     stdio: ["ignore", "pipe", "pipe"]
   })
-  let output = ""
-  const collect = (chunk: Buffer) => {
-    output += chunk.toString("utf8")
-  }
-  child.stdout?.on("data", collect)
-  child.stderr?.on("data", collect)
-  const exited = new Promise<void>((resolve) => {
-    child.once("exit", () => resolve())
-    child.once("error", (error) => {
-      output += `\n${String(error)}`
-      resolve()
-    })
-  })
-  const alive = () => child.exitCode === null && child.signalCode === null
+  const server = watchChild(child)
+  const { alive, output } = server
   let stopped = false
   const stop = async () => {
     if (!stopped) {
       stopped = true
-      if (alive()) {
-        child.kill("SIGTERM")
-        const timer = setTimeout(() => child.kill("SIGKILL"), 5_000)
-        await exited
-        clearTimeout(timer)
-      }
+      await server.signal("SIGTERM")
       await fs.rm(dir, { recursive: true, force: true })
     }
   }
@@ -103,7 +87,7 @@ const startOnce = async (): Promise<Pgbouncer> => {
   while (!(await accepts(port))) {
     if (!alive() || Date.now() > deadline) {
       await stop()
-      throw new Error(`pgbouncer did not listen on ${port} within 10 s:\n${output}`)
+      throw new Error(`pgbouncer did not listen on ${port} within 10 s:\n${output()}`)
     }
     await new Promise((resolve) => setTimeout(resolve, 50))
   }
@@ -111,7 +95,7 @@ const startOnce = async (): Promise<Pgbouncer> => {
     port,
     url: (database) => `postgres://postgres@127.0.0.1:${port}/${database}`,
     ini,
-    output: () => output,
+    output,
     alive,
     stop
   }

@@ -3,6 +3,7 @@
  * touching the shared one: a free loopback port, no persistence, output captured, `command` through
  * `redis-cli`, and `stop`/`kill` that always leave no process behind.
  */
+import { watchChild } from "@svc/server/stores/testing/ChildServer"
 import { type ChildProcess, execFile, spawn } from "node:child_process"
 import { promisify } from "node:util"
 import { freePort } from "./SvcProcess.ts"
@@ -32,47 +33,25 @@ const startOnce = async (): Promise<RedisServer> => {
     ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--protected-mode", "yes"],
     { stdio: ["ignore", "pipe", "pipe"] }
   )
-  let output = ""
-  child.stdout?.on("data", (chunk: Buffer) => {
-    output += chunk.toString("utf8")
-  })
-  child.stderr?.on("data", (chunk: Buffer) => {
-    output += chunk.toString("utf8")
-  })
-  const exited = new Promise<void>((resolve) => {
-    child.once("exit", () => resolve())
-    child.once("error", (error) => {
-      output += `\n${String(error)}`
-      resolve()
-    })
-  })
-  const alive = () => child.exitCode === null && child.signalCode === null
-  const signal = async (name: NodeJS.Signals, graceMs: number) => {
-    if (alive()) {
-      child.kill(name)
-      const timer = setTimeout(() => child.kill("SIGKILL"), graceMs)
-      await exited
-      clearTimeout(timer)
-    }
-  }
+  const { alive, output, signal } = watchChild(child)
   const command = async (...args: ReadonlyArray<string>) =>
     (await run("redis-cli", ["-h", "127.0.0.1", "-p", String(port), ...args], { timeout: 5_000 })).stdout.trim()
 
   const deadline = Date.now() + 10_000
   for (;;) {
-    if (!alive()) throw new Error(`redis-server exited before answering:\n${output}`)
+    if (!alive()) throw new Error(`redis-server exited before answering:\n${output()}`)
     const pong = await command("PING").catch(() => "")
     if (pong === "PONG") break
     if (Date.now() > deadline) {
       await signal("SIGKILL", 0)
-      throw new Error(`redis-server did not answer on ${port} within 10 s:\n${output}`)
+      throw new Error(`redis-server did not answer on ${port} within 10 s:\n${output()}`)
     }
     await new Promise((resolve) => setTimeout(resolve, 50))
   }
   return {
     port,
     url: `redis://127.0.0.1:${port}`,
-    output: () => output,
+    output,
     command,
     alive,
     kill: () => signal("SIGKILL", 0),

@@ -10,6 +10,7 @@ import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { promisify } from "node:util"
+import { watchChild } from "./ChildServer.ts"
 
 const run = promisify(execFile)
 
@@ -166,27 +167,9 @@ export const startTlsRedisServer = async (
     ],
     { stdio: ["ignore", "pipe", "pipe"] }
   )
-  let output = ""
-  const append = (chunk: Buffer) => {
-    output += chunk.toString("utf8")
-  }
-  child.stdout?.on("data", append)
-  child.stderr?.on("data", append)
-  const exited = new Promise<void>((resolve) => {
-    child.once("exit", () => resolve())
-    child.once("error", (error) => {
-      output += `\n${String(error)}`
-      resolve()
-    })
-  })
-  const alive = () => child.exitCode === null && child.signalCode === null
-  const stop = async () => {
-    if (!alive()) return
-    child.kill("SIGTERM")
-    const timer = setTimeout(() => child.kill("SIGKILL"), 5_000)
-    await exited
-    clearTimeout(timer)
-  }
+  const server = watchChild(child)
+  const { alive, output } = server
+  const stop = () => server.signal("SIGTERM")
   const command = async (...args: ReadonlyArray<string>) =>
     (
       await run(
@@ -210,13 +193,13 @@ export const startTlsRedisServer = async (
     ).stdout.trim()
   const deadline = Date.now() + 10_000
   for (;;) {
-    if (!alive()) throw new Error(`redis-server (TLS) exited before answering:\n${output}`)
+    if (!alive()) throw new Error(`redis-server (TLS) exited before answering:\n${output()}`)
     if ((await command("PING").catch(() => "")) === "PONG") break
     if (Date.now() > deadline) {
       await stop()
-      throw new Error(`redis-server (TLS) did not answer on ${port} within 10 s:\n${output}`)
+      throw new Error(`redis-server (TLS) did not answer on ${port} within 10 s:\n${output()}`)
     }
     await new Promise((resolve) => setTimeout(resolve, 50))
   }
-  return { port, url: `rediss://127.0.0.1:${port}`, command, output: () => output, stop }
+  return { port, url: `rediss://127.0.0.1:${port}`, command, output, stop }
 }
