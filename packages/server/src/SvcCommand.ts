@@ -1,7 +1,7 @@
 /**
  * The `svc` command: `svc serve`, `svc migrate`, `svc certs` and `svc config check`, run by
  * `main.ts` (once the heap limits are set, `Launcher.ts`) with the process's environment and
- * working directory (`Invocation`): the entry reads `process.env`, this module assembles the graph.
+ * working directory (`Invocation`): the entry reads the environment, this module assembles the graph.
  *
  * Only the command line is loaded up front: the configuration loader, the server (`Serve.ts`) and
  * the certificate writer are `import()`ed by the command that needs them, so `svc --help` costs
