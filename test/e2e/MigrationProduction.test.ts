@@ -50,7 +50,13 @@ const startWorker = async (): Promise<Worker> => {
   const healthPort = await freePort()
   const process = startSvc(["serve", "--service", "worker"], {
     cwd: workspace!.dir,
-    env: { SVC__worker__port: String(healthPort), SVC__cluster__runner__port: String(await freePort()) }
+    env: {
+      SVC__worker__port: String(healthPort),
+      SVC__cluster__runner__port: String(await freePort()),
+      // The hooks spin on purpose; on a loaded machine they may take longer than the 5 s default,
+      // and a timeout is not what this test is about.
+      SVC__migrations__hook_timeout: "60s"
+    }
   })
   const worker = { name, healthPort, process }
   workers.push(worker)
