@@ -9,6 +9,7 @@
 import { type AgentAccessClaim, agentOrigin, agentRefusal } from "@svc/domain/AgentAccess"
 import type { StoredCredentials } from "@svc/domain/ConnectorAuth"
 import { BadRequest, Forbidden, RateLimited } from "@svc/domain/Errors"
+import type { Schema } from "effect"
 import type { OutboundResponse } from "../outbound/Outbound.ts"
 import { type EnvelopeRequest, readEnvelope } from "./EnvelopeRoute.ts"
 import type { ProxyTarget } from "./ProxyTargets.ts"
@@ -35,7 +36,7 @@ export interface AgentResult {
   readonly status: number
   readonly headers: Record<string, string>
   /** The body parsed, when the upstream declared JSON, it parses and it was not cut. */
-  readonly json?: unknown
+  readonly json?: Schema.Json
   /** The body as text otherwise (UTF-8; a binary body is described, not shown). */
   readonly text?: string
   /** The upstream body's size in bytes. */
@@ -163,7 +164,7 @@ export const agentResult = (target: ProxyTarget, answer: OutboundResponse): Agen
   const contentType = headers["content-type"]
   if (contentType !== undefined && jsonType.test(contentType)) {
     try {
-      return { status: answer.status, headers, json: JSON.parse(text), size, truncated: false }
+      return { status: answer.status, headers, json: JSON.parse(text) as Schema.Json, size, truncated: false }
     } catch {
       // Declared JSON that does not parse is returned as text.
     }
