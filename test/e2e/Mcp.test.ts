@@ -79,7 +79,11 @@ beforeAll(async () => {
     body: `you sent ${String(request.headers.authorization)}`
   }))
   upstream.route("/v1/admin", () => ({ status: 200, body: "admin" }))
-  upstream.route("/v1/big", () => ({ status: 200, headers: { "content-type": "text/plain" }, body: "x".repeat(100_000) }))
+  upstream.route("/v1/big", () => ({
+    status: 200,
+    headers: { "content-type": "text/plain" },
+    body: "x".repeat(100_000)
+  }))
   upstream.route("/v1/slow-down", () => ({ status: 429, headers: { "retry-after": "60" }, body: "slow down" }))
   svc = await launch("svc-mcp-")
   const r = resources(svc)
@@ -110,7 +114,12 @@ beforeAll(async () => {
   noAccess = (await r.connection(plainConnector.id, { credentials: { api_key: secret } })).id
   const other = await r.freshNamespace("mcpother")
   const otherConnector = await r.publishedConnector(other, {
-    definition: { type: "demo", auth: { type: "api_key", placement: "bearer" }, proxy, agent_access: { base_url: upstream.origin, allow: [{ methods: ["GET"], path: "/v1/items" }] } }
+    definition: {
+      type: "demo",
+      auth: { type: "api_key", placement: "bearer" },
+      proxy,
+      agent_access: { base_url: upstream.origin, allow: [{ methods: ["GET"], path: "/v1/items" }] }
+    }
   })
   elsewhere = (await r.connection(otherConnector.id, { credentials: { api_key: secret } })).id
   // The agent's actor may see and proxy connections of its namespace only.
@@ -161,7 +170,11 @@ describe("POST /mcp", () => {
   it("lists the three tools with JSON-Schema inputs and outputs", async () => {
     const client = await connect(agentToken)
     const { tools } = await client.listTools()
-    expect(tools.map((tool) => tool.name).sort()).toEqual(["call_connection", "describe_connection", "list_connections"])
+    expect(tools.map((tool) => tool.name).sort()).toEqual([
+      "call_connection",
+      "describe_connection",
+      "list_connections"
+    ])
     for (const tool of tools) {
       expect(tool.inputSchema.type).toBe("object")
       expect(tool.outputSchema?.type).toBe("object")
@@ -206,7 +219,10 @@ describe("POST /mcp", () => {
     expect(headers["set-cookie"]).toBeUndefined()
     expect(headers["x-svc-ratelimited"]).toBeUndefined()
     expect(upstreamCalls("/v1/items")).toBe(before + 1)
-    const seen = upstream.seen().filter((request) => request.path === "/v1/items").at(-1)
+    const seen = upstream
+      .seen()
+      .filter((request) => request.path === "/v1/items")
+      .at(-1)
     expect(seen?.headers.authorization).toBe(`Bearer ${secret}`)
     expect(seen?.headers["x-custom"]).toBe("kept")
     expect(seen?.query.get("page")).toBe("2")
@@ -250,7 +266,9 @@ describe("POST /mcp", () => {
     const first = await call(client, "call_connection", { connection_id: cooled, method: "GET", path: "/v1/slow-down" })
     expect(first.structuredContent).toMatchObject({ status: 429 })
     const before = upstream.seen().length
-    const error = toolError(await call(client, "call_connection", { connection_id: cooled, method: "GET", path: "/v1/items" }))
+    const error = toolError(
+      await call(client, "call_connection", { connection_id: cooled, method: "GET", path: "/v1/items" })
+    )
     expect(error).toMatchObject({ status: 429, code: "rate_limited", rate_limit_id: null })
     expect(error.retry_after_seconds).toBeGreaterThan(0)
     expect(upstream.seen().length).toBe(before)
@@ -261,7 +279,9 @@ describe("POST /mcp", () => {
     const ok = await call(client, "call_connection", { connection_id: limited, method: "GET", path: "/v1/items" })
     expect(ok.structuredContent).toMatchObject({ status: 200 })
     const before = upstream.seen().length
-    const error = toolError(await call(client, "call_connection", { connection_id: limited, method: "GET", path: "/v1/items" }))
+    const error = toolError(
+      await call(client, "call_connection", { connection_id: limited, method: "GET", path: "/v1/items" })
+    )
     expect(error).toMatchObject({ status: 429, code: "rate_limited" })
     expect(error.rate_limit_id).toMatch(/^rl_/)
     expect(upstream.seen().length).toBe(before)
@@ -290,7 +310,9 @@ describe("POST /mcp", () => {
     const ok = await call(client, "call_connection", { connection_id: allowed, method: "GET", path: "/v1/items" })
     expect(ok.structuredContent).toMatchObject({ status: 200 })
     const before = upstream.seen().length
-    const error = toolError(await call(client, "call_connection", { connection_id: allowed, method: "GET", path: "/v1/items/1" }))
+    const error = toolError(
+      await call(client, "call_connection", { connection_id: allowed, method: "GET", path: "/v1/items/1" })
+    )
     expect(error).toMatchObject({ status: 403, code: "agent_access_denied" })
     expect(String(error.error)).toContain("token")
     expect(upstream.seen().length).toBe(before)
@@ -317,7 +339,11 @@ describe("POST /mcp", () => {
 
   it("never returns the credential, even when the upstream echoes it", async () => {
     const client = await connect(agentToken)
-    const answer = await call(client, "call_connection", { connection_id: allowed, method: "GET", path: "/v1/items/echo" })
+    const answer = await call(client, "call_connection", {
+      connection_id: allowed,
+      method: "GET",
+      path: "/v1/items/echo"
+    })
     expect(answer.structuredContent).toMatchObject({ status: 200 })
     expect(String(answer.structuredContent?.text)).toContain("[redacted by svc]")
     expect(results.length).toBeGreaterThan(15)

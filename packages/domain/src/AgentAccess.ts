@@ -106,7 +106,8 @@ export const agentRefusal = (
 ): string | undefined => {
   if (access === undefined || access.allow.length === 0) return "the connector does not allow agent access"
   if (escapedSeparator.test(path)) return "an agent path must not contain an escaped / or \\ (%2F, %5C)"
-  if (!agentMatcher(access.allow)(method, path)) return `${method} ${path} is not allowed by the connector's agent_access`
+  if (!agentMatcher(access.allow)(method, path))
+    return `${method} ${path} is not allowed by the connector's agent_access`
   if (claim !== undefined && !agentMatcher(claim.allow)(method, path)) {
     return `${method} ${path} is not allowed by the token's agent_access`
   }

@@ -31,20 +31,20 @@ const actors: Record<string, { permissions: ReadonlyArray<Permission>; restricti
 }
 
 const authenticate = (token: string, service: ServiceId) => {
-    const actor = actors[token]
-    if (actor === undefined) return Effect.fail(new Unauthorized({ error: "bad token", code: "invalid_token" }))
-    return Effect.succeed({
-      id: "act_test",
-      externalId: token,
-      namespace: "root",
-      name: token,
-      labels: {},
-      annotations: {},
-      permissions: actor.permissions,
-      restrictions: actor.restrictions,
-      service,
-      expiresAt: undefined
-    })
+  const actor = actors[token]
+  if (actor === undefined) return Effect.fail(new Unauthorized({ error: "bad token", code: "invalid_token" }))
+  return Effect.succeed({
+    id: "act_test",
+    externalId: token,
+    namespace: "root",
+    name: token,
+    labels: {},
+    annotations: {},
+    permissions: actor.permissions,
+    restrictions: actor.restrictions,
+    service,
+    expiresAt: undefined
+  })
 }
 
 const FakeAuthenticator = Layer.succeed(Authenticator)({ authenticate, authenticateAgent: authenticate })

@@ -80,8 +80,14 @@ export const agentRequest = (
   }
   // The proxy's one form, so the rule checked here is the path the rules, the event and the upstream see.
   normalisePath(url)
-  const method = upperMethod({ method: input.method, url, headers: {}, labels: undefined, replayable: true, bodySize: 0 })
-    .method
+  const method = upperMethod({
+    method: input.method,
+    url,
+    headers: {},
+    labels: undefined,
+    replayable: true,
+    bodySize: 0
+  }).method
   const refusal = agentRefusal(access, claim, method, url.pathname)
   if (refusal !== undefined) return denied(refusal)
   const request = readEnvelope({
