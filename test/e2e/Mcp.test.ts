@@ -188,7 +188,7 @@ describe("POST /mcp", () => {
   it("lists and describes only what the actor may see", async () => {
     const client = await connect(agentToken)
     const listed = await call(client, "list_connections", {})
-    const ids = (listed.structuredContent?.connections as Array<{ id: string }>).map((c) => c.id)
+    const ids = ((listed.structuredContent?.connections ?? []) as Array<{ id: string }>).map((c) => c.id)
     expect(ids).toEqual(expect.arrayContaining([allowed, cooled, limited, noAccess]))
     expect(ids).not.toContain(elsewhere)
     const described = await call(client, "describe_connection", { connection_id: allowed })

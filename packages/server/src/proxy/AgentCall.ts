@@ -143,7 +143,10 @@ const jsonType = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i
 const hiddenHeader = (name: string) => name.startsWith("x-svc-") || name === "set-cookie" || name === "set-cookie2"
 
 /** The upstream's answer to `target` as the agent gets it. */
-export const agentResult = (target: ProxyTarget, answer: OutboundResponse): AgentResult => {
+export const agentResult = (
+  target: ProxyTarget,
+  answer: Pick<OutboundResponse, "status" | "headers" | "body">
+): AgentResult => {
   const secrets = secretsOf(target.credentials)
   const headers: Record<string, string> = {}
   for (const [name, value] of Object.entries(answer.headers)) {
