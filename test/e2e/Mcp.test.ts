@@ -11,6 +11,8 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { eventually, expectStatus, launch, resources, type Svc } from "../support/Api.ts"
+import { startCliInProcess } from "../support/CliInProcess.ts"
+import { tempDir } from "../support/SvcProcess.ts"
 import { startUpstream, type Upstream } from "../support/Upstream.ts"
 
 const secret = `PLANTED${randomBytes(12).toString("hex")}`
@@ -326,6 +328,37 @@ describe("POST /mcp", () => {
     expect(direct.status).toBe(401)
     expect(direct.body).toMatchObject({ code: "agent_token" })
     expect(upstream.seen().length).toBe(before)
+  })
+
+  it("cli mcp-token signs a token an MCP client connects with: namespace scope and --allow narrowing", async () => {
+    const externalId = `agent-cli-${randomBytes(4).toString("hex")}`
+    await resources(svc).create("actors", {
+      externalId,
+      namespace: "root",
+      name: "cli",
+      permissions: [{ namespace: "root.**", resources: ["*"], verbs: ["*"] }]
+    })
+    const home = await tempDir("svc-mcp-home-")
+    const run = startCliInProcess(
+      ["mcp-token", "--actorId", externalId, "--namespace", ns, "--allow", "GET /v1/items", "--expires-in", "10m"],
+      { cwd: svc.dir ?? "", home }
+    )
+    const outcome = await run.exit
+    expect(outcome).toMatchObject({ code: 0, stderr: "" })
+    const token = outcome.stdout.trim()
+    const client = await connect(token)
+    // The actor sees every namespace; the token only the one it was signed for.
+    const listed = await call(client, "list_connections", {})
+    const ids = ((listed.structuredContent?.connections ?? []) as Array<{ id: string }>).map((c) => c.id)
+    expect(ids).toContain(allowed)
+    expect(ids).not.toContain(elsewhere)
+    const ok = await call(client, "call_connection", { connection_id: allowed, method: "GET", path: "/v1/items" })
+    expect(ok.structuredContent).toMatchObject({ status: 200 })
+    expect(
+      toolError(await call(client, "call_connection", { connection_id: allowed, method: "GET", path: "/v1/items/1" }))
+    ).toMatchObject({ code: "agent_access_denied" })
+    // An admin-grade actor behind it, and still nothing but /mcp.
+    expect((await svc.call("GET", "/api/v1/connections", { token })).status).toBe(401)
   })
 
   it("caps a large body with a marker", async () => {

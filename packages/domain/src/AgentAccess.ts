@@ -72,8 +72,13 @@ export const AgentAccess = Schema.Struct({
 }).annotate({ identifier: "AgentAccess" })
 export type AgentAccess = typeof AgentAccess.Type
 
-/** A token's `agent_access` claim: a further restriction in the same shape (without `base_url`). */
-export const AgentAccessClaim = Schema.Struct({ allow: AllowList }).annotate({ identifier: "AgentAccessClaim" })
+/**
+ * A token's `agent_access` claim: a further restriction in the same shape (without `base_url`).
+ * Without `allow` it narrows nothing, but the token is still an agent token (accepted only on `/mcp`).
+ */
+export const AgentAccessClaim = Schema.Struct({ allow: Schema.optionalKey(AllowList) }).annotate({
+  identifier: "AgentAccessClaim"
+})
 export type AgentAccessClaim = typeof AgentAccessClaim.Type
 
 /** A compiled allow list: true when `method` (upper case) and `path` (normalised) match one rule. */
@@ -108,7 +113,7 @@ export const agentRefusal = (
   if (escapedSeparator.test(path)) return "an agent path must not contain an escaped / or \\ (%2F, %5C)"
   if (!agentMatcher(access.allow)(method, path))
     return `${method} ${path} is not allowed by the connector's agent_access`
-  if (claim !== undefined && !agentMatcher(claim.allow)(method, path)) {
+  if (claim?.allow !== undefined && !agentMatcher(claim.allow)(method, path)) {
     return `${method} ${path} is not allowed by the token's agent_access`
   }
   return undefined

@@ -198,7 +198,7 @@ export const AgentToolHandlers = AgentTools.toLayer(
             ...(definition.description === undefined ? {} : { description: definition.description }),
             ...(origin === undefined ? {} : { base_url: origin }),
             operations: origin === undefined ? [] : (access?.allow ?? []),
-            ...(actor.agentAccess === undefined ? {} : { token_operations: actor.agentAccess.allow })
+            ...(actor.agentAccess?.allow === undefined ? {} : { token_operations: actor.agentAccess.allow })
           }
         }),
       call_connection: ({ connection_id, ...call }) =>
