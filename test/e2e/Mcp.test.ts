@@ -169,6 +169,43 @@ describe("POST /mcp", () => {
     await expect(connect("not-a-token")).rejects.toThrow()
   })
 
+  it("serves the sessionless 2026-07-28 revision: one authenticated POST, no initialize", async () => {
+    const response = await fetch(`http://127.0.0.1:${svc.ports.api}/mcp`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${agentToken}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "tools/call",
+        "mcp-name": "describe_connection"
+      },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 7,
+        method: "tools/call",
+        params: {
+          name: "describe_connection",
+          arguments: { connection_id: allowed },
+          _meta: {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}
+          }
+        }
+      })
+    })
+    const text = await response.text()
+    expect(response.status, text).toBe(200)
+    expect(response.headers.get("mcp-session-id")).toBeNull()
+    const body = text.startsWith("{")
+      ? text
+      : (text
+          .split("\n")
+          .find((line) => line.startsWith("data: "))
+          ?.slice(6) ?? "")
+    expect(JSON.parse(body)).toMatchObject({ id: 7, result: { structuredContent: { id: allowed } } })
+  })
+
   it("lists the three tools with JSON-Schema inputs and outputs", async () => {
     const client = await connect(agentToken)
     const { tools } = await client.listTools()
