@@ -11,12 +11,15 @@
  * `Mcp-Session-Id`, kept in this process; a client ends it with `DELETE /mcp`) and 2026-07-28
  * (sessionless). Sessions hold no authority: each request is authenticated on its own.
  */
+import type { IncomingMessage } from "node:http"
+import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Unauthorized } from "@svc/domain/Errors"
 import { CurrentActor } from "@svc/domain/http/Security"
 import { Effect, Layer } from "effect"
 import { McpProtocol, McpServer } from "effect/ai"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { Authenticator } from "../auth/Authenticator.ts"
+import { noteInboundActor } from "../telemetry/Inbound.ts"
 import { CurrentService } from "./CurrentService.ts"
 import { errorResponse } from "./ErrorHandling.ts"
 import { AgentToolHandlers, AgentTools } from "./McpTools.ts"
@@ -47,6 +50,8 @@ const McpAuthentication = HttpRouter.middleware<{ provides: CurrentActor }>()(
             ? unauthorized(failure.error, failure.code)
             : errorResponse(503, failure.error, failure.code)
         }
+        // The access log names the caller, as for every api route.
+        noteInboundActor(NodeHttpServerRequest.toIncomingMessage(request) as IncomingMessage, actor.success.id)
         return yield* Effect.provideService(httpEffect, CurrentActor, actor.success)
       })
   })
