@@ -8,6 +8,7 @@ import { ConfigLocation } from "./CliConfig.ts"
 import { events } from "./commands/Events.ts"
 import { list } from "./commands/List.ts"
 import { loginRedirect } from "./commands/LoginRedirect.ts"
+import { mcpToken } from "./commands/McpToken.ts"
 import { proxy } from "./commands/Proxy.ts"
 import { signJwt } from "./commands/SignJwt.ts"
 import { signingProxy } from "./commands/SigningProxy.ts"
@@ -25,6 +26,7 @@ export const version = "0.1.0"
 export const cli = root.pipe(
   Command.withSubcommands([
     signJwt,
+    mcpToken,
     verifyJwt,
     signMarketplaceLoginUrl,
     loginRedirect,

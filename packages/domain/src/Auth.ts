@@ -3,6 +3,7 @@
  * "Authentication"): service ids, the permission shape and the JWT claims.
  */
 import { Schema } from "effect"
+import { AgentAccessClaim } from "./AgentAccess.ts"
 
 /** The four service ids a token's `aud` allowlist may name (spec 5.2). */
 export const ServiceId = Schema.Literals(["api", "admin-api", "public", "worker"])
@@ -36,6 +37,8 @@ export const TokenClaims = Schema.Struct({
   jti: Schema.optionalKey(Schema.String),
   namespace: Schema.optionalKey(Schema.String),
   permissions: Schema.optionalKey(Schema.Array(Permission)),
-  nonce: Schema.optionalKey(Schema.String)
+  nonce: Schema.optionalKey(Schema.String),
+  /** Narrows what an agent may call over MCP (docs/agents.md); such a token is accepted only on `/mcp`. */
+  agent_access: Schema.optionalKey(AgentAccessClaim)
 })
 export type TokenClaims = typeof TokenClaims.Type

@@ -1,12 +1,13 @@
 /**
  * The connector definition document (snake_case, API-CONVENTIONS; `telemetry.propagateTraceContext`
  * as the spec prints it): display metadata, `auth`, `setup_flow`, `probes`, `proxy`,
- * `rate_limiting` (spec 2.9), `telemetry` and hooks (spec 2.10). Decoding materialises every
+ * `rate_limiting` (spec 2.9), `telemetry`, hooks (spec 2.10) and `agent_access` (docs/agents.md). Decoding materialises every
  * default, and decoding a decoded document gives it back unchanged. Unknown keys are rejected by
  * decoding with `definitionParseOptions`; JSON Schema compilation and hook syntax are checked by the
  * server on top of this schema.
  */
 import { Effect, Predicate, Schema } from "effect"
+import { AgentAccess, agentOrigin } from "./AgentAccess.ts"
 import {
   ApiKeyBearerAuth,
   ApiKeyHeaderAuth,
@@ -86,6 +87,26 @@ interface CrossChecked {
   readonly setup_flow?: SetupFlow
   readonly probes?: ReadonlyArray<ConnectorProbe>
   readonly proxy: ConnectorProxy
+  readonly agent_access?: AgentAccess
+}
+
+// agent_access: the origin the agent's paths go to is known and allowed by proxy.allowed_hosts.
+const agentProblems = (definition: CrossChecked): Array<Problem> => {
+  const access = definition.agent_access
+  if (access === undefined || access.allow.length === 0) return []
+  const origin = agentOrigin(access, definition.proxy.allowed_hosts)
+  if (origin === undefined) {
+    return [
+      {
+        path: ["agent_access", "base_url"],
+        issue: "is required unless proxy.allowed_hosts names exactly one host (without a wildcard)"
+      }
+    ]
+  }
+  const url = new URL(origin)
+  return hostAllowed(definition.proxy.allowed_hosts, url)
+    ? []
+    : [{ path: ["agent_access", "base_url"], issue: `${url.host} is not allowed by proxy.allowed_hosts` }]
 }
 
 // Rules that span blocks: probe ids, placeholders naming declared keys, probe hosts allowed.
@@ -116,7 +137,7 @@ const crossProblems = (definition: CrossChecked): Array<Problem> => {
       problems.push({ path: at("url"), issue: `${shape.url.host} is not allowed by proxy.allowed_hosts` })
     }
   }
-  return problems
+  return [...problems, ...agentProblems(definition)]
 }
 
 const head = {
@@ -135,7 +156,9 @@ const tail = {
   rate_limiting: ReactiveLimit.pipe(Schema.withDecodingDefaultKey(Effect.succeed({}))),
   telemetry: Schema.optionalKey(ConnectorTelemetry),
   javascript: Schema.optionalKey(JavaScriptSource),
-  migrations: Schema.optionalKey(Migrations)
+  migrations: Schema.optionalKey(Migrations),
+  /** What an AI agent may call over MCP (docs/agents.md); absent: nothing. */
+  agent_access: Schema.optionalKey(AgentAccess)
 }
 
 const crossCheck = Schema.makeFilter(crossProblems, { expected: "a consistent connector definition" })

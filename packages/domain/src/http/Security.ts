@@ -5,6 +5,7 @@
  */
 import { Context } from "effect"
 import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
+import type { AgentAccessClaim } from "../AgentAccess.ts"
 import type { Permission, ServiceId } from "../Auth.ts"
 import { Forbidden, ServiceUnavailable, Unauthorized } from "../Errors.ts"
 
@@ -27,6 +28,11 @@ export interface AuthenticatedActor extends ActorIdentity {
   readonly service: ServiceId
   /** Token expiry in epoch seconds, when the token has one. */
   readonly expiresAt: number | undefined
+  /**
+   * The token's `agent_access` claim (docs/agents.md): narrows what `call_connection` may reach.
+   * A token carrying it is accepted only on `/mcp`.
+   */
+  readonly agentAccess?: AgentAccessClaim | undefined
 }
 
 /** The actor of the current request, provided by `Authentication`. */

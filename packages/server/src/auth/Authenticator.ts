@@ -22,10 +22,21 @@ const rejectionMessages: Record<string, string> = {
   claims_invalid: "the bearer token claims are invalid"
 }
 
+const agentTokenRefused = new Unauthorized({
+  error: "a token with an agent_access claim is accepted only on /mcp",
+  code: "agent_token"
+})
+
 export class Authenticator extends Context.Service<
   Authenticator,
   {
+    /** Any route's caller; a token with an `agent_access` claim is refused (401 `agent_token`). */
     authenticate(
+      token: string,
+      service: ServiceId
+    ): Effect.Effect<AuthenticatedActor, Unauthorized | ServiceUnavailable>
+    /** The caller of `/mcp` (docs/agents.md): any token, its `agent_access` claim kept on the actor. */
+    authenticateAgent(
       token: string,
       service: ServiceId
     ): Effect.Effect<AuthenticatedActor, Unauthorized | ServiceUnavailable>
@@ -36,7 +47,7 @@ export class Authenticator extends Context.Service<
     Effect.gen(function* () {
       const verifier = yield* TokenVerifier
       const directory = yield* ActorDirectory
-      const authenticate = Effect.fnUntraced(function* (token: string, service: ServiceId) {
+      const authenticateAgent = Effect.fnUntraced(function* (token: string, service: ServiceId) {
         const verified = yield* verifier.verify(token, service).pipe(
           Effect.catchTags({
             TokenRejected: (e) =>
@@ -64,11 +75,18 @@ export class Authenticator extends Context.Service<
           ...found.value,
           restrictions: claims.permissions,
           service,
-          expiresAt: claims.exp
+          expiresAt: claims.exp,
+          ...(claims.agent_access === undefined ? {} : { agentAccess: claims.agent_access })
         }
         return authenticated
       })
-      return Authenticator.of({ authenticate })
+      // An agent token reaches only what its claim allows, which only /mcp enforces: elsewhere
+      // (`_proxy` above all) it would reach everything its permissions allow.
+      const authenticate = (token: string, service: ServiceId) =>
+        Effect.flatMap(authenticateAgent(token, service), (actor) =>
+          actor.agentAccess === undefined ? Effect.succeed(actor) : Effect.fail(agentTokenRefused)
+        )
+      return Authenticator.of({ authenticate, authenticateAgent })
     })
   )
 }

@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
-import type { Permission } from "@svc/domain/Auth"
+import type { Permission, ServiceId } from "@svc/domain/Auth"
 import { Unauthorized } from "@svc/domain/Errors"
 import { Authentication, CurrentActor, RequiredPermission } from "@svc/domain/http/Security"
 import { Authenticator } from "../auth/Authenticator.ts"
@@ -30,24 +30,24 @@ const actors: Record<string, { permissions: ReadonlyArray<Permission>; restricti
   }
 }
 
-const FakeAuthenticator = Layer.succeed(Authenticator)({
-  authenticate: (token, service) => {
-    const actor = actors[token]
-    if (actor === undefined) return Effect.fail(new Unauthorized({ error: "bad token", code: "invalid_token" }))
-    return Effect.succeed({
-      id: "act_test",
-      externalId: token,
-      namespace: "root",
-      name: token,
-      labels: {},
-      annotations: {},
-      permissions: actor.permissions,
-      restrictions: actor.restrictions,
-      service,
-      expiresAt: undefined
-    })
-  }
-})
+const authenticate = (token: string, service: ServiceId) => {
+  const actor = actors[token]
+  if (actor === undefined) return Effect.fail(new Unauthorized({ error: "bad token", code: "invalid_token" }))
+  return Effect.succeed({
+    id: "act_test",
+    externalId: token,
+    namespace: "root",
+    name: token,
+    labels: {},
+    annotations: {},
+    permissions: actor.permissions,
+    restrictions: actor.restrictions,
+    service,
+    expiresAt: undefined
+  })
+}
+
+const FakeAuthenticator = Layer.succeed(Authenticator)({ authenticate, authenticateAgent: authenticate })
 
 const handlers = HttpApiBuilder.group(TestApi, "guarded", (h) =>
   h

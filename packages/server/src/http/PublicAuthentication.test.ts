@@ -3,6 +3,7 @@ import { Duration, Effect, Layer, Option, Schema } from "effect"
 import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { TestClock } from "effect/testing"
+import type { ServiceId } from "@svc/domain/Auth"
 import { Unauthorized } from "@svc/domain/Errors"
 import { type ActorIdentity, Authentication, CurrentActor, RequiredPermission } from "@svc/domain/http/Security"
 import { ActorDirectory } from "../resources/ActorDirectory.ts"
@@ -42,12 +43,12 @@ const FakeDirectory = Layer.succeed(ActorDirectory)({
   onInvalidate: () => {}
 })
 
-const FakeAuthenticator = Layer.succeed(Authenticator)({
-  authenticate: (token, service) =>
-    token === "good-token"
-      ? Effect.succeed({ ...admin, restrictions: undefined, service, expiresAt: undefined })
-      : Effect.fail(new Unauthorized({ error: "bad token", code: "invalid_token" }))
-})
+const authenticate = (token: string, service: ServiceId) =>
+  token === "good-token"
+    ? Effect.succeed({ ...admin, restrictions: undefined, service, expiresAt: undefined })
+    : Effect.fail(new Unauthorized({ error: "bad token", code: "invalid_token" }))
+
+const FakeAuthenticator = Layer.succeed(Authenticator)({ authenticate, authenticateAgent: authenticate })
 
 const handlers = HttpApiBuilder.group(TestApi, "guarded", (h) =>
   h

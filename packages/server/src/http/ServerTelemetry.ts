@@ -15,6 +15,7 @@ import { HttpApi, type HttpApiGroup } from "effect/http-api"
 import type { IncomingMessage } from "node:http"
 import type { RouteTemplate } from "../telemetry/Inbound.ts"
 import { inboundSpanOf } from "../telemetry/Inbound.ts"
+import { mcpPath } from "./McpRoutes.ts"
 import type { TelemetryRuntimeShape } from "../telemetry/TelemetryLayer.ts"
 
 /** Every endpoint's method and path template of `api`. */
@@ -33,7 +34,8 @@ const templatesOf = <Id extends string, Groups extends HttpApiGroup.Constraint>(
 export const routeTemplates = (service: ServiceId): ReadonlyArray<RouteTemplate> => {
   switch (service) {
     case "api":
-      return templatesOf(ApiV1)
+      // The MCP endpoint is mounted beside the HttpApi (`McpRoutes.ts`).
+      return [...templatesOf(ApiV1), { method: "POST", path: mcpPath }, { method: "DELETE", path: mcpPath }]
     case "admin-api":
       return templatesOf(AdminApiV1)
     case "public":

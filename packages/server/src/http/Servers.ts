@@ -31,6 +31,7 @@ import { AdminApiMetadataHttp, ApiMetadataHttp } from "./MetadataHttp.ts"
 import { AdminApiNotificationsHttp, ApiNotificationsHttp, PublicNotificationsHttp } from "./NotificationsHttp.ts"
 import { AdminApiProbesHttp, ApiProbesHttp } from "./ProbesHttp.ts"
 import { DataPlane } from "../proxy/DataPlane.ts"
+import { McpRoutes } from "./McpRoutes.ts"
 import { makeNodeServer } from "./NodeServer.ts"
 import { AdminApiProxyHttp, ApiProxyHttp } from "./ProxyHttp.ts"
 import { AdminApiRequestEventsHttp, ApiRequestEventsHttp } from "./RequestEventsHttp.ts"
@@ -95,7 +96,8 @@ const routes = (service: ServiceId) => {
           ])
         ),
         SwaggerRoute.layer(() => swaggerDocuments().api),
-        DocsRoute.layer(ApiV1)
+        DocsRoute.layer(ApiV1),
+        McpRoutes
       )
     case "admin-api":
       return Layer.mergeAll(

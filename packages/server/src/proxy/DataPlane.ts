@@ -12,7 +12,7 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { ServiceId } from "@svc/domain/Auth"
-import { BadRequest } from "@svc/domain/Errors"
+import { BadRequest, type Forbidden, type RateLimited } from "@svc/domain/Errors"
 import type { AuthenticatedActor } from "@svc/domain/http/Security"
 import type { ProxyRequest } from "@svc/domain/Proxy"
 import { Cause, Context, Effect, Layer } from "effect"
@@ -21,6 +21,7 @@ import { Outbound } from "../outbound/Outbound.ts"
 import { RequestLimiter } from "../ratelimit/RequestLimiter.ts"
 import { inboundSpanOf } from "../telemetry/InboundSpans.ts"
 import { Telemetry } from "../telemetry/Telemetry.ts"
+import { type AgentCallInput, type AgentResult, agentRateLimited, agentRequest, agentResult } from "./AgentCall.ts"
 import { coldEnvelopeReply, type EnvelopeAnswer, envelopeLeg, readEnvelope } from "./EnvelopeRoute.ts"
 import { makeExchange } from "./Exchange.ts"
 import { outboundTelemetry } from "./OutboundTelemetry.ts"
@@ -64,6 +65,16 @@ export class DataPlane extends Context.Service<
       request: IncomingMessage,
       response: ServerResponse
     ) => Effect.Effect<void, ProxyError>
+    /**
+     * An agent's `call_connection` over MCP (docs/agents.md): the target as for `_proxy`, then the
+     * connector's `agent_access` and the token's narrowing (403 `agent_access_denied`), then the
+     * one exchange with the request marked `via: "mcp"`; svc's own 429 is `RateLimited`.
+     */
+    readonly agentCall: (
+      actor: AuthenticatedActor,
+      id: string,
+      input: AgentCallInput
+    ) => Effect.Effect<AgentResult, ProxyError | Forbidden | RateLimited>
     /** The warm door of `service`'s node server (`WarmDoor.ts`). */
     readonly warmDoor: (service: ServiceId) => RequestHook
     /** Requests each door handed to the exchange so far. */
@@ -136,6 +147,34 @@ export class DataPlane extends Context.Service<
           )
         })
 
+        const agentCall = Effect.fn("DataPlane.agentCall")(function* (
+          actor: AuthenticatedActor,
+          id: string,
+          input: AgentCallInput
+        ) {
+          const target = yield* targets.get(actor, id)
+          const request = agentRequest(target, actor.agentAccess, input)
+          if (!("payload" in request)) return yield* request
+          const parent = yield* currentSpan(undefined)
+          return yield* Effect.callback<AgentResult, ProxyError | RateLimited>((resume) =>
+            Effect.sync(
+              exchange(
+                envelope,
+                actor,
+                target,
+                request,
+                {
+                  error: (error) => resume(Effect.fail(error)),
+                  svc: (answer) => resume(Effect.fail(agentRateLimited(answer))),
+                  relay: (answer) => resume(Effect.succeed(agentResult(target, answer))),
+                  broken: (cause) => resume(Effect.failCause(cause as Cause.Cause<never>))
+                },
+                parent
+              )
+            )
+          )
+        })
+
         const runFork = Effect.runForkWith(context)
         const logDefect = (cause: Cause.Cause<unknown>) => {
           if (!Cause.hasInterruptsOnly(cause))
@@ -156,7 +195,7 @@ export class DataPlane extends Context.Service<
             }
           })
 
-        return DataPlane.of({ proxy, proxyRaw, warmDoor, doors: () => ({ ...counts }) })
+        return DataPlane.of({ proxy, proxyRaw, agentCall, warmDoor, doors: () => ({ ...counts }) })
       })
     )
 

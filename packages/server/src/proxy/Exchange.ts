@@ -2,7 +2,7 @@
  * The one exchange of the proxy data plane (spec 4.2, 4.6 rule 5; ARCHITECTURE "request path"):
  * the only orchestration of the stages, for both routes and both doors, in plain code:
  *
- *   (target resolved by the door) → one path and method form → label snapshot → request log →
+ *   (target resolved by the door, or by an agent's `call_connection`) → one path and method form → label snapshot → request log →
  *   rate limit + reactive cool-down (one counter-store round trip) → concurrency gate →
  *   credential injection (and the outbound span) → send → the reactive limiter sees the answer
  *   (`X-Svc-*` of the upstream dropped) → relay → record
@@ -36,6 +36,9 @@ import { normalisePath, upperMethod, withoutSvcHeaders } from "./RequestForm.ts"
 import { type AnswerHead, badRequest, type CallerRequest, type Captures, type Leg, type Reply } from "./Route.ts"
 import type { Stages, Verdict } from "./Stages.ts"
 
+/** The snapshot label of a request an agent sent (docs/agents.md): `svc/agent/-/via=mcp`. */
+export const agentViaLabel = "svc/agent/-/via"
+
 /** Stage: the label snapshot (spec 2.5), frozen for the event; 400 naming a key a request label contradicts. */
 const snapshotLabels = (
   target: ProxyTarget,
@@ -43,7 +46,11 @@ const snapshotLabels = (
   request: CallerRequest
 ): Record<string, string> | BadRequest => {
   const labels = labelSnapshot(target.row.labels, actor, request.labels)
-  if (!(labels instanceof LabelConflict)) return labels
+  if (!(labels instanceof LabelConflict)) {
+    // A system key (request labels cannot name `svc/`): rules can select agent traffic.
+    if (request.via !== undefined) labels[agentViaLabel] = request.via
+    return labels
+  }
   return badRequest(
     `request label ${labels.key} conflicts with the connection's label`,
     "label_conflict",

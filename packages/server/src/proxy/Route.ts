@@ -32,6 +32,11 @@ export interface CallerRequest {
   readonly replayable: boolean
   /** The body's size in bytes when known before it is sent (a declared length, an envelope's body). */
   readonly bodySize: number | undefined
+  /**
+   * Who sent it on the caller's behalf: `mcp` for an agent's `call_connection` (docs/agents.md),
+   * frozen into the snapshot as `svc/agent/-/via`; absent for `_proxy` and `_proxy_raw`.
+   */
+  readonly via?: "mcp" | undefined
 }
 
 /** The head of an upstream answer, whatever the transport. */
