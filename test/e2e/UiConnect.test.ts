@@ -473,6 +473,71 @@ describe("Connect UI (issue 22)", () => {
     await page.close()
   }, 120_000)
 
+  it("offers Edit credentials for a failed verification resumed in a new browser session, non-secret values kept", async () => {
+    // Session one (a browser context of its own): the forms answered, the key mistyped, the check fails.
+    const first = await chromium.browser.newContext({ ignoreHTTPSErrors: true, viewport: { width: 1100, height: 800 } })
+    try {
+      const page = await first.newPage()
+      await page.goto(hostOrigin)
+      const frame = connectFrame(page)
+      await frame.getByRole("button", { name: `Connect ${formsDisplay}`, exact: true }).click()
+      await frame.getByLabel("Workspace").fill("globex")
+      await frame.getByRole("button", { name: "Continue" }).click()
+      await frame.getByLabel("API key").fill("key-wrong")
+      await frame.getByRole("button", { name: "Connect", exact: true }).click()
+      await frame.getByLabel("Region").selectOption("us")
+      await frame.getByRole("button", { name: "Continue" }).click()
+      await frame.getByRole("button", { name: "Edit credentials" }).waitFor()
+    } finally {
+      await first.close()
+    }
+    const [pending] = (await connectionsOf(formsConnector.id)).filter((c) => c.state === "setup")
+    expect(pending?.setupStepId).toBe("svc:verify")
+
+    // Session two: a new login, a new page; the setup is resumed from the list.
+    const page = await chromium.context.newPage()
+    await page.goto(hostOrigin)
+    const frame = connectFrame(page)
+    const row = frame.locator(`li[data-connection-id="${pending?.id}"]`)
+    await row.getByRole("button", { name: "Resume setup" }).click()
+    const editCredentials = frame.getByRole("button", { name: "Edit credentials" })
+    await editCredentials.waitFor()
+    expect(await frame.getByRole("button", { name: "Edit your workspace" }).count()).toBe(1)
+    expect(await frame.getByRole("button", { name: "Edit settings" }).count()).toBe(1)
+    expect(await frame.getByRole("button", { name: "Check again" }).count()).toBe(1)
+    await chromium.shot(page, "connect-08d-resumed-verify")
+    expect(await chromium.axe(svcFrame(page))).toEqual([])
+    // The stored non-secret values come back from the server; the key does not.
+    await frame.getByRole("button", { name: "Edit settings" }).click()
+    expect(await frame.getByLabel("Region").inputValue()).toBe("us")
+    expect(await frame.getByLabel("Items per sync").inputValue()).toBe("50")
+    await frame.getByRole("button", { name: "Back" }).click()
+    await frame.getByRole("button", { name: "Edit your workspace" }).click()
+    expect(await frame.getByLabel("Workspace").inputValue()).toBe("globex")
+    await frame.getByRole("button", { name: "Back" }).click()
+    await editCredentials.click()
+    const apiKey = frame.getByLabel("API key")
+    await apiKey.waitFor()
+    expect(await apiKey.inputValue()).toBe("")
+    await apiKey.fill("key-123")
+    await chromium.shot(page, "connect-08e-resumed-edit-credentials")
+    await frame.getByRole("button", { name: "Save and check again" }).click()
+    await frame
+      .getByTestId("flash")
+      .filter({ hasText: `${formsDisplay} is connected.` })
+      .waitFor()
+    const done = (await connectionsOf(formsConnector.id)).find((c) => c.id === pending?.id)
+    expect(done?.state).toBe("configured")
+    expect(done?.configuration).toEqual({ tenant: "globex", region: "us", max_items: 50, sync_archived: false })
+    expect(
+      upstream
+        .seen()
+        .filter((request) => request.path === "/verify/globex")
+        .map((request) => request.headers.authorization)
+    ).toEqual(["Bearer key-wrong", "Bearer key-123"])
+    await page.close()
+  }, 120_000)
+
   it("shows a re-authentication notice with its action only when can_action, and acting on it heals the connection", async () => {
     const [connection] = await connectionsOf(oauthConnector.id)
     expect(connection).toBeDefined()

@@ -32,7 +32,7 @@ import { type CredentialsError, Credentials } from "./Credentials.ts"
 import { subjectOf } from "./LimitedCalls.ts"
 import { chooseNamespace } from "./InitiateNamespace.ts"
 import { OAuthClient } from "./OAuthClient.ts"
-import { formNext, isAuthorizationCode, type PlannedStep, setupPlan, stepAfter, stepById } from "./SetupSteps.ts"
+import { answeredSteps, formNext, isAuthorizationCode, type PlannedStep, setupPlan, stepAfter, stepById } from "./SetupSteps.ts"
 import { isAllowedReturnUrl } from "../auth/ReturnUrls.ts"
 import { randomToken } from "../oauth/Pkce.ts"
 import { ConnectionChanges } from "../resources/ConnectionChanges.ts"
@@ -184,7 +184,12 @@ export class ConnectionSetup extends Context.Service<
           const plan = setupPlan(definition)
           const step = row.setupStepId === null ? undefined : stepById(plan, row.setupStepId)
           const next = yield* describe(row, step, actor)
-          return { connection: yield* present(row, definition), next } satisfies SetupProgress
+          const connection = yield* present(row, definition)
+          if (step?.kind !== "verify" || row.state !== "setup") return { connection, next } satisfies SetupProgress
+          // At svc:verify an earlier form may be edited: which ones, with their non-secret values.
+          const stored = yield* secrets.credentials(row)
+          const answered = answeredSteps(plan, yield* secrets.configuration(row), stored)
+          return { connection, next, answered } satisfies SetupProgress
         })
 
       /** Writes the move from `from` to `to` (undefined: configured); the verify step runs its probes. */
