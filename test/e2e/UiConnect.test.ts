@@ -12,6 +12,7 @@
 import { type ChildProcess, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
+import * as http from "node:http"
 import * as https from "node:https"
 import type { AddressInfo } from "node:net"
 import * as path from "node:path"
@@ -712,6 +713,47 @@ describe("Connect UI (issue 22)", () => {
     expect(strayFrame).toBeDefined()
     if (strayFrame !== undefined) expect(await chromium.axe(strayFrame)).toEqual([])
     await stray.close()
+
+    // The same host sending neither host_origin nor a Referer: svc's frame check asks the browser
+    // for the frame's ancestor, and the frame shows the error page instead of staying blank. The
+    // login's token is not used.
+    const bareLogin = await marketplaceLoginUrl(svc, user, `${publicOrigin}/connect/`)
+    const bareHtml = `<!doctype html><html lang="en"><head><title>Stray app</title><link rel="icon" href="data:,"></head><body>
+<h1>Stray app</h1><iframe id="svc-connect" title="Connect your accounts" referrerpolicy="no-referrer" width="900" height="620"
+src="${bareLogin.replaceAll("&", "&amp;")}"></iframe><pre id="events"></pre>
+<script>window.addEventListener("message", (event) => {
+  if (event.origin !== ${JSON.stringify(publicOrigin)}) return
+  document.getElementById("events").textContent += JSON.stringify(event.data) + "\\n"
+})</script></body></html>`
+    // A page on a loopback origin of its own (Chromium refuses a routed page framing loopback).
+    const bareServer = http.createServer((_request, response) =>
+      response.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(bareHtml)
+    )
+    await new Promise<void>((resolve) => bareServer.listen(0, "127.0.0.1", resolve))
+    const bareOrigin = `http://127.0.0.1:${(bareServer.address() as AddressInfo).port}`
+    const bare = await chromium.context.newPage()
+    await bare.goto(bareOrigin)
+    await connectFrame(bare).getByRole("heading", { name: "This application may not show this page" }).waitFor()
+    await expect.poll(async () => (await errorsOf(bare)).map((e) => e.code)).toEqual(["origin_not_allowed"])
+    const bareFrame = bare.frames().find((f) => f.url().startsWith(`${publicOrigin}/connect/error`))
+    expect(new URL(bareFrame?.url() ?? "http://x").searchParams.get("host_origin")).toBe(bareOrigin)
+    await chromium.shot(bare, "connect-19-error-origin-without-referrer")
+    if (bareFrame !== undefined) expect(await chromium.axe(bareFrame)).toEqual([])
+    expect((await fetch(bareLogin, { redirect: "manual" })).status).toBe(303)
+    await bare.close()
+    await new Promise((resolve) => bareServer.close(resolve))
+
+    // An allowed host sending neither: the frame check reports its origin and the Connect UI opens.
+    const allowed = await chromium.context.newPage()
+    await allowed.goto(hostOrigin)
+    await connectFrame(allowed).getByRole("heading", { name: "Connected accounts" }).waitFor()
+    const plainLogin = await marketplaceLoginUrl(svc, user, `${publicOrigin}/connect/`)
+    await allowed.evaluate(
+      `(() => { const frame = document.getElementById("svc-connect"); frame.referrerPolicy = "no-referrer"; frame.src = ${JSON.stringify(plainLogin)} })()`
+    )
+    await expect.poll(() => allowed.frames().some((f) => f.url() === `${publicOrigin}/connect/`)).toBe(true)
+    await connectFrame(allowed).getByRole("heading", { name: "Connected accounts" }).waitFor()
+    await allowed.close()
   }, 120_000)
 
   it("tells a browser without a session to sign in from the application, without logging errors", async () => {

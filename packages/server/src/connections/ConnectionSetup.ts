@@ -32,7 +32,15 @@ import { type CredentialsError, Credentials } from "./Credentials.ts"
 import { subjectOf } from "./LimitedCalls.ts"
 import { chooseNamespace } from "./InitiateNamespace.ts"
 import { OAuthClient } from "./OAuthClient.ts"
-import { answeredSteps, formNext, isAuthorizationCode, type PlannedStep, setupPlan, stepAfter, stepById } from "./SetupSteps.ts"
+import {
+  answeredSteps,
+  formNext,
+  isAuthorizationCode,
+  type PlannedStep,
+  setupPlan,
+  stepAfter,
+  stepById
+} from "./SetupSteps.ts"
 import { isAllowedReturnUrl } from "../auth/ReturnUrls.ts"
 import { randomToken } from "../oauth/Pkce.ts"
 import { ConnectionChanges } from "../resources/ConnectionChanges.ts"

@@ -4,9 +4,7 @@ import { describe, expect, it } from "vitest"
 import { answeredSteps, setupPlan } from "./SetupSteps.ts"
 
 const definition = (input: Record<string, unknown>): ConnectorDefinition =>
-  Effect.runSync(
-    decodeConnectorDefinition({ type: "demo", proxy: { allowed_hosts: ["api.example.com"] }, ...input })
-  )
+  Effect.runSync(decodeConnectorDefinition({ type: "demo", proxy: { allowed_hosts: ["api.example.com"] }, ...input }))
 
 const step = (id: string, properties: Record<string, unknown>) => ({
   id,
@@ -23,7 +21,9 @@ describe("answeredSteps", () => {
           preconnect: {
             steps: [step("site", { site: { type: "string" }, site_token: { type: "string", writeOnly: true } })]
           },
-          configure: { steps: [step("options", { region: { type: "string" }, pin: { type: "string", format: "password" } })] }
+          configure: {
+            steps: [step("options", { region: { type: "string" }, pin: { type: "string", format: "password" } })]
+          }
         }
       })
     )
