@@ -2,7 +2,9 @@
  * Marketplace browser-session routes of the public service (spec 5.9): `GET /marketplace/login`
  * turns a signed, short-lived, single-use login URL into a browser session; `POST
  * /marketplace/logout` ends it; `GET /marketplace/session` describes it. The login token is never
- * echoed (pages, redirects, logs); every answer is `Cache-Control: no-store`.
+ * echoed (pages, redirects, logs); every answer is `Cache-Control: no-store`. A framed login for
+ * the Connect UI without a Referer is first answered with the Connect UI's frame check page, which
+ * reports the frame's ancestor origin in `frame_origin` (docs/ui.md "When the page cannot open").
  */
 import { Clock, Context, Data, DateTime, Effect, type Layer } from "effect"
 import { HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
