@@ -2,8 +2,8 @@
  * `npm run pack:packages`: builds the two packages published for host applications and packs
  * them with `npm pack` (docs/testing.md):
  *
- * - `@svc/client` — `SvcClient` with the domain's HttpApi declarations bundled in (no server
- *   code), and the declaration files of the client and the domain;
+ * - `@svc/client` — `SvcClient` and `SvcAdminClient` with the domain's HttpApi declarations
+ *   bundled in (no server code), and the declaration files of the client and the domain;
  * - `@svc/testing` — `SvcTest` and `FakeUpstream`, with the server bundled in and the worker
  *   entries svc starts by URL (`PgliteThread.js`, `HookWorker.js`) beside them.
  *
@@ -49,8 +49,8 @@ const packages: ReadonlyArray<PackageSpec> = [
     name: "@svc/client",
     dir: "packages/client",
     description: "The typed client of svc's api (effect HttpApiClient over svc's HttpApi declarations)",
-    entries: { SvcClient: "packages/client/src/SvcClient.ts" },
-    exports: ["SvcClient"],
+    entries: { SvcClient: "packages/client/src/SvcClient.ts", SvcAdminClient: "packages/client/src/SvcAdminClient.ts" },
+    exports: ["SvcClient", "SvcAdminClient"],
     external: isEffect,
     declarations: [
       { from: "packages/client/dist", to: "." },
