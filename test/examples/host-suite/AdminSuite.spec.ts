@@ -12,7 +12,7 @@ const svcLayer = SvcTest.layer({
   fixture: {
     namespaces: [{ path: "root.ops" }],
     connectors: {
-      ledger: { namespace: "root.ops", definition: { type: "ledger", auth: { type: "none" } } }
+      ledger: { namespace: "root.ops", name: "ledger", definition: { type: "ledger", auth: { type: "none" } } }
     }
   }
 })
