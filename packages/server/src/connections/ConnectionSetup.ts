@@ -39,7 +39,8 @@ import {
   type PlannedStep,
   setupPlan,
   stepAfter,
-  stepById
+  stepById,
+  stepMismatch
 } from "./SetupSteps.ts"
 import { isAllowedReturnUrl } from "../auth/ReturnUrls.ts"
 import { randomToken } from "../oauth/Pkce.ts"
@@ -55,15 +56,6 @@ import { VerifyProbes } from "./VerifyProbes.ts"
 
 /** Errors of setup operations. */
 export type SetupError = ResourceError | CredentialsError | ServiceUnavailable
-
-const stepMismatch = (id: string, at: string | null, given: string) =>
-  new Conflict({
-    error:
-      at === null
-        ? `connection ${id} is not in setup`
-        : `connection ${id} stands at setup step ${at}, not ${given}; fetch GET /api/v1/connections/${id}/_setup`,
-    code: "setup_step_mismatch"
-  })
 
 /** Interactive setup operations. */
 export class ConnectionSetup extends Context.Service<
@@ -195,8 +187,7 @@ export class ConnectionSetup extends Context.Service<
           const connection = yield* present(row, definition)
           if (step?.kind !== "verify" || row.state !== "setup") return { connection, next } satisfies SetupProgress
           // At svc:verify an earlier form may be edited: which ones, with their non-secret values.
-          const stored = yield* secrets.credentials(row)
-          const answered = answeredSteps(plan, yield* secrets.configuration(row), stored)
+          const answered = answeredSteps(plan, yield* secrets.configuration(row), yield* secrets.credentials(row))
           return { connection, next, answered } satisfies SetupProgress
         })
 

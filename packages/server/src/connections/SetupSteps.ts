@@ -13,7 +13,18 @@ import {
 } from "@svc/domain/ConnectionSetup"
 import type { ConnectorAuth } from "@svc/domain/ConnectorAuth"
 import type { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
+import { Conflict } from "@svc/domain/Errors"
 import { isSecretProperty, type SetupStep, setupSteps } from "@svc/domain/SetupFlow"
+
+/** `409 setup_step_mismatch`: a submit for another step than the one connection `id` stands `at`. */
+export const stepMismatch = (id: string, at: string | null, given: string) =>
+  new Conflict({
+    error:
+      at === null
+        ? `connection ${id} is not in setup`
+        : `connection ${id} stands at setup step ${at}, not ${given}; fetch GET /api/v1/connections/${id}/_setup`,
+    code: "setup_step_mismatch"
+  })
 
 /** One step of a connection's setup. */
 export type PlannedStep =
