@@ -2,8 +2,8 @@
  * `npm run pack:packages`: builds the two packages published for host applications and packs
  * them with `npm pack` (docs/testing.md):
  *
- * - `@svc/client` — `SvcClient` with the domain's HttpApi declarations bundled in (no server
- *   code), and the declaration files of the client and the domain;
+ * - `@svc/client` — `SvcClient` and `SvcAdminClient` with the domain's HttpApi declarations
+ *   bundled in (no server code), and the declaration files of the client and the domain;
  * - `@svc/testing` — `SvcTest` and `FakeUpstream`, with the server bundled in and the worker
  *   entries svc starts by URL (`PgliteThread.js`, `HookWorker.js`) beside them.
  *
@@ -40,6 +40,8 @@ interface PackageSpec {
   /** Entries that are subpath exports (the rest are worker files loaded by URL). */
   readonly exports: ReadonlyArray<string>
   readonly external: (id: string) => boolean
+  /** Packages the bundle loads only by `import()` that the package still needs (not found by the static scan). */
+  readonly dynamicDependencies?: ReadonlyArray<string>
   /** Declaration files: `from` (a tsc `dist/` folder) copied to `to` inside the package's `dist/`. */
   readonly declarations: ReadonlyArray<{ readonly from: string; readonly to: string }>
 }
@@ -49,8 +51,8 @@ const packages: ReadonlyArray<PackageSpec> = [
     name: "@svc/client",
     dir: "packages/client",
     description: "The typed client of svc's api (effect HttpApiClient over svc's HttpApi declarations)",
-    entries: { SvcClient: "packages/client/src/SvcClient.ts" },
-    exports: ["SvcClient"],
+    entries: { SvcClient: "packages/client/src/SvcClient.ts", SvcAdminClient: "packages/client/src/SvcAdminClient.ts" },
+    exports: ["SvcClient", "SvcAdminClient"],
     external: isEffect,
     declarations: [
       { from: "packages/client/dist", to: "." },
@@ -69,6 +71,8 @@ const packages: ReadonlyArray<PackageSpec> = [
     },
     exports: ["SvcTest", "FakeUpstream"],
     external: (id) => isEffect(id) || id.startsWith("@effect/") || id.startsWith("@svc/client/") || isExternal(id),
+    // The admin-api (`adminApi: true`) makes its development certificate with selfsigned, loaded on first use.
+    dynamicDependencies: ["selfsigned"],
     declarations: [{ from: "packages/testing/dist", to: "." }]
   }
 ]
@@ -176,7 +180,9 @@ const packOne = async (spec: PackageSpec, work: string, out: string): Promise<st
   fs.mkdirSync(distOut, { recursive: true })
   await bundle(spec, distOut)
   copyDeclarations(spec, distOut)
-  const imports = [...neededPackages(distOut, Object.keys(spec.entries))].filter((name) => name !== spec.name).sort()
+  const imports = [...neededPackages(distOut, Object.keys(spec.entries)), ...(spec.dynamicDependencies ?? [])]
+    .filter((name, index, all) => name !== spec.name && all.indexOf(name) === index)
+    .sort()
   const peers = imports.filter((name) => name === "effect")
   const dependencies = Object.fromEntries(
     imports

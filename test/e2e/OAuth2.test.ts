@@ -490,6 +490,18 @@ describe("setup without a browser redirect (issue 5)", () => {
     const progress = async () =>
       expectStatus<Progress>(await svc.call("GET", `/api/v1/connections/${id}/_setup`), 200).connection
     expect((await progress()).setupStepId).toBe("svc:verify")
+    // At svc:verify the answer lists the editable steps with their non-secret values (never the key).
+    const atVerify = expectStatus<Progress & { answered?: ReadonlyArray<{ stepId: string; values: unknown }> }>(
+      await svc.call("GET", `/api/v1/connections/${id}/_setup`),
+      200
+    )
+    expect(atVerify.answered?.map((a) => [a.stepId, a.values])).toEqual([
+      ["tenant", { tenant: "acme" }],
+      ["svc:credentials", {}],
+      ["region", { region: "eu" }]
+    ])
+    expect(JSON.stringify(atVerify)).not.toContain("key-typo")
+    expect(afterTenant).not.toHaveProperty("answered")
     // While it stands at svc:verify an earlier step may be submitted again (edited): the probes run again.
     expectError(await submit("region", { region: "us" }), 409, "verification_failed")
     expect(await progress()).toMatchObject({

@@ -77,10 +77,15 @@ describe("@svc/client and @svc/testing, packed and installed in a project of the
     const clientFiles = (await fs.readdir(path.join(clientDir, "dist"), { recursive: true })).filter((f) =>
       /\.(js|ts)$/.test(f)
     )
-    expect(clientFiles.filter((f) => !/^(SvcClient\.(js|d\.ts)|domain\/.+\.d\.ts)$/.test(f))).toEqual([])
-    const clientCode = await fs.readFile(path.join(clientDir, "dist/SvcClient.js"), "utf8")
-    for (const serverOnly of ["HttpApiBuilder", "SqlClient", "NodeHttpServer", "Entity.make"]) {
-      expect(clientCode.includes(serverOnly), serverOnly).toBe(false)
+    expect(
+      clientFiles.filter((f) => !/^(Svc(Admin)?Client\.(js|d\.ts)|chunks\/[^/]+\.js|domain\/.+\.d\.ts)$/.test(f))
+    ).toEqual([])
+    expect(clientFiles).toContain("SvcAdminClient.js")
+    for (const file of clientFiles.filter((f) => f.endsWith(".js"))) {
+      const clientCode = await fs.readFile(path.join(clientDir, "dist", file), "utf8")
+      for (const serverOnly of ["HttpApiBuilder", "SqlClient", "NodeHttpServer", "Entity.make"]) {
+        expect(clientCode.includes(serverOnly), `${serverOnly} in ${file}`).toBe(false)
+      }
     }
 
     const result = await run(process.execPath, [path.join(app, "node_modules/vitest/vitest.mjs"), "run"], {
@@ -91,8 +96,8 @@ describe("@svc/client and @svc/testing, packed and installed in a project of the
       throw new Error(`the host suite failed:\n${error.stdout ?? ""}\n${error.stderr ?? ""}`)
     })
     const output = `${result.stdout}\n${result.stderr}`
-    expect(output).toMatch(/Test Files\s+2 passed \(2\)/)
-    expect(output).toMatch(/Tests\s+4 passed \(4\)/)
+    expect(output).toMatch(/Test Files\s+3 passed \(3\)/)
+    expect(output).toMatch(/Tests\s+5 passed \(5\)/)
     // Reported, never asserted (STYLE "Tests"): the promise suite prints its start-to-first-request time.
     const startLine = /svc-testing: start to first request \d+ ms/.exec(output)?.[0]
     expect(startLine).toBeDefined()

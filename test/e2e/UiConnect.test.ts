@@ -12,6 +12,7 @@
 import { type ChildProcess, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
+import * as http from "node:http"
 import * as https from "node:https"
 import type { AddressInfo } from "node:net"
 import * as path from "node:path"
@@ -473,6 +474,71 @@ describe("Connect UI (issue 22)", () => {
     await page.close()
   }, 120_000)
 
+  it("offers Edit credentials for a failed verification resumed in a new browser session, non-secret values kept", async () => {
+    // Session one (a browser context of its own): the forms answered, the key mistyped, the check fails.
+    const first = await chromium.browser.newContext({ ignoreHTTPSErrors: true, viewport: { width: 1100, height: 800 } })
+    try {
+      const page = await first.newPage()
+      await page.goto(hostOrigin)
+      const frame = connectFrame(page)
+      await frame.getByRole("button", { name: `Connect ${formsDisplay}`, exact: true }).click()
+      await frame.getByLabel("Workspace").fill("globex")
+      await frame.getByRole("button", { name: "Continue" }).click()
+      await frame.getByLabel("API key").fill("key-wrong")
+      await frame.getByRole("button", { name: "Connect", exact: true }).click()
+      await frame.getByLabel("Region").selectOption("us")
+      await frame.getByRole("button", { name: "Continue" }).click()
+      await frame.getByRole("button", { name: "Edit credentials" }).waitFor()
+    } finally {
+      await first.close()
+    }
+    const [pending] = (await connectionsOf(formsConnector.id)).filter((c) => c.state === "setup")
+    expect(pending?.setupStepId).toBe("svc:verify")
+
+    // Session two: a new login, a new page; the setup is resumed from the list.
+    const page = await chromium.context.newPage()
+    await page.goto(hostOrigin)
+    const frame = connectFrame(page)
+    const row = frame.locator(`li[data-connection-id="${pending?.id}"]`)
+    await row.getByRole("button", { name: "Resume setup" }).click()
+    const editCredentials = frame.getByRole("button", { name: "Edit credentials" })
+    await editCredentials.waitFor()
+    expect(await frame.getByRole("button", { name: "Edit your workspace" }).count()).toBe(1)
+    expect(await frame.getByRole("button", { name: "Edit settings" }).count()).toBe(1)
+    expect(await frame.getByRole("button", { name: "Check again" }).count()).toBe(1)
+    await chromium.shot(page, "connect-08d-resumed-verify")
+    expect(await chromium.axe(svcFrame(page))).toEqual([])
+    // The stored non-secret values come back from the server; the key does not.
+    await frame.getByRole("button", { name: "Edit settings" }).click()
+    expect(await frame.getByLabel("Region").inputValue()).toBe("us")
+    expect(await frame.getByLabel("Items per sync").inputValue()).toBe("50")
+    await frame.getByRole("button", { name: "Back" }).click()
+    await frame.getByRole("button", { name: "Edit your workspace" }).click()
+    expect(await frame.getByLabel("Workspace").inputValue()).toBe("globex")
+    await frame.getByRole("button", { name: "Back" }).click()
+    await editCredentials.click()
+    const apiKey = frame.getByLabel("API key")
+    await apiKey.waitFor()
+    expect(await apiKey.inputValue()).toBe("")
+    await apiKey.fill("key-123")
+    await chromium.shot(page, "connect-08e-resumed-edit-credentials")
+    await frame.getByRole("button", { name: "Save and check again" }).click()
+    await frame
+      .getByTestId("flash")
+      .filter({ hasText: `${formsDisplay} is connected.` })
+      .waitFor()
+    const done = (await connectionsOf(formsConnector.id)).find((c) => c.id === pending?.id)
+    expect(done?.state).toBe("configured")
+    expect(done?.configuration).toEqual({ tenant: "globex", region: "us", max_items: 50, sync_archived: false })
+    expect(
+      upstream
+        .seen()
+        .filter((request) => request.path === "/verify/globex")
+        .map((request) => request.headers.authorization)
+    ).toEqual(["Bearer key-wrong", "Bearer key-123"])
+    await page.close()
+  }, 120_000)
+
   it("shows a re-authentication notice with its action only when can_action, and acting on it heals the connection", async () => {
     const [connection] = await connectionsOf(oauthConnector.id)
     expect(connection).toBeDefined()
@@ -647,6 +713,47 @@ describe("Connect UI (issue 22)", () => {
     expect(strayFrame).toBeDefined()
     if (strayFrame !== undefined) expect(await chromium.axe(strayFrame)).toEqual([])
     await stray.close()
+
+    // The same host sending neither host_origin nor a Referer: svc's frame check asks the browser
+    // for the frame's ancestor, and the frame shows the error page instead of staying blank. The
+    // login's token is not used.
+    const bareLogin = await marketplaceLoginUrl(svc, user, `${publicOrigin}/connect/`)
+    const bareHtml = `<!doctype html><html lang="en"><head><title>Stray app</title><link rel="icon" href="data:,"></head><body>
+<h1>Stray app</h1><iframe id="svc-connect" title="Connect your accounts" referrerpolicy="no-referrer" width="900" height="620"
+src="${bareLogin.replaceAll("&", "&amp;")}"></iframe><pre id="events"></pre>
+<script>window.addEventListener("message", (event) => {
+  if (event.origin !== ${JSON.stringify(publicOrigin)}) return
+  document.getElementById("events").textContent += JSON.stringify(event.data) + "\\n"
+})</script></body></html>`
+    // A page on a loopback origin of its own (Chromium refuses a routed page framing loopback).
+    const bareServer = http.createServer((_request, response) =>
+      response.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(bareHtml)
+    )
+    await new Promise<void>((resolve) => bareServer.listen(0, "127.0.0.1", resolve))
+    const bareOrigin = `http://127.0.0.1:${(bareServer.address() as AddressInfo).port}`
+    const bare = await chromium.context.newPage()
+    await bare.goto(bareOrigin)
+    await connectFrame(bare).getByRole("heading", { name: "This application may not show this page" }).waitFor()
+    await expect.poll(async () => (await errorsOf(bare)).map((e) => e.code)).toEqual(["origin_not_allowed"])
+    const bareFrame = bare.frames().find((f) => f.url().startsWith(`${publicOrigin}/connect/error`))
+    expect(new URL(bareFrame?.url() ?? "http://x").searchParams.get("host_origin")).toBe(bareOrigin)
+    await chromium.shot(bare, "connect-19-error-origin-without-referrer")
+    if (bareFrame !== undefined) expect(await chromium.axe(bareFrame)).toEqual([])
+    expect((await fetch(bareLogin, { redirect: "manual" })).status).toBe(303)
+    await bare.close()
+    await new Promise((resolve) => bareServer.close(resolve))
+
+    // An allowed host sending neither: the frame check reports its origin and the Connect UI opens.
+    const allowed = await chromium.context.newPage()
+    await allowed.goto(hostOrigin)
+    await connectFrame(allowed).getByRole("heading", { name: "Connected accounts" }).waitFor()
+    const plainLogin = await marketplaceLoginUrl(svc, user, `${publicOrigin}/connect/`)
+    await allowed.evaluate(
+      `(() => { const frame = document.getElementById("svc-connect"); frame.referrerPolicy = "no-referrer"; frame.src = ${JSON.stringify(plainLogin)} })()`
+    )
+    await expect.poll(() => allowed.frames().some((f) => f.url() === `${publicOrigin}/connect/`)).toBe(true)
+    await connectFrame(allowed).getByRole("heading", { name: "Connected accounts" }).waitFor()
+    await allowed.close()
   }, 120_000)
 
   it("tells a browser without a session to sign in from the application, without logging errors", async () => {

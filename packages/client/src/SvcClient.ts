@@ -16,6 +16,14 @@ export interface SvcClientOptions {
   readonly token: string | Effect.Effect<string>
 }
 
+/** The `Authentication` middleware of a client: every request carries the bearer token (also SvcAdminClient's). */
+export const bearerAuthentication = (token: SvcClientOptions["token"]) => {
+  const bearer = typeof token === "string" ? Effect.succeed(token) : token
+  return HttpApiMiddleware.layerClient(Authentication, ({ next, request }) =>
+    Effect.flatMap(bearer, (value) => next(HttpClientRequest.bearerToken(request, value)))
+  )
+}
+
 /** The declaration the client is built from: the api service's routes, grouped as the client's methods. */
 export { ApiV1 }
 
@@ -24,16 +32,10 @@ export class SvcClient extends Context.Service<SvcClient, HttpApiClient.ForApi<t
   "@svc/client/SvcClient"
 ) {
   /** The client over a given `HttpClient` (provide `FetchHttpClient.layer`, an undici client, a test client…). */
-  static readonly layerNoDeps = (options: SvcClientOptions): Layer.Layer<SvcClient, never, HttpClient.HttpClient> => {
-    const token = typeof options.token === "string" ? Effect.succeed(options.token) : options.token
-    return Layer.effect(SvcClient, HttpApiClient.make(ApiV1, { baseUrl: options.baseUrl })).pipe(
-      Layer.provide(
-        HttpApiMiddleware.layerClient(Authentication, ({ next, request }) =>
-          Effect.flatMap(token, (bearer) => next(HttpClientRequest.bearerToken(request, bearer)))
-        )
-      )
+  static readonly layerNoDeps = (options: SvcClientOptions): Layer.Layer<SvcClient, never, HttpClient.HttpClient> =>
+    Layer.effect(SvcClient, HttpApiClient.make(ApiV1, { baseUrl: options.baseUrl })).pipe(
+      Layer.provide(bearerAuthentication(options.token))
     )
-  }
 
   /** The client over the runtime's `fetch`. */
   static readonly layer = (options: SvcClientOptions): Layer.Layer<SvcClient> =>

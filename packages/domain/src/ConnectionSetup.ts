@@ -83,8 +83,24 @@ export const CompleteNext = Schema.Struct({ type: Schema.Literal("complete") }).
 export const SetupNext = Schema.Union([RedirectNext, FormNext, CompleteNext]).annotate({ identifier: "SetupNext" })
 export type SetupNext = typeof SetupNext.Type
 
+/**
+ * A form step already answered, which may be submitted again (edited) while the connection stands
+ * at `svc:verify`: the form, and the values stored for its non-secret fields. A secret field's
+ * value (`writeOnly: true` or `format: "password"`) is never included: it must be entered again.
+ */
+export const AnsweredStep = Schema.Struct({
+  ...FormNext.fields,
+  values: Schema.Record(Schema.String, Schema.Unknown)
+}).annotate({ identifier: "SetupAnsweredStep" })
+export type AnsweredStep = typeof AnsweredStep.Type
+
 /** The answer of `_initiate`, `_setup` and `_reauthorize`: the connection and its next step. */
-export const SetupProgress = Schema.Struct({ connection: Connection, next: SetupNext }).annotate({
+export const SetupProgress = Schema.Struct({
+  connection: Connection,
+  next: SetupNext,
+  /** At `svc:verify` only: the form steps answered, in setup order, that may be submitted again. */
+  answered: Schema.optionalKey(Schema.Array(AnsweredStep))
+}).annotate({
   identifier: "SetupProgress"
 })
 export type SetupProgress = typeof SetupProgress.Type

@@ -7,6 +7,7 @@ import * as Migrations from "@svc/sql/Migrations"
 import * as PgliteClient from "@svc/sql/PgliteClient"
 import { Effect, Layer } from "effect"
 import { createHash } from "node:crypto"
+import { constants as fsConstants } from "node:fs"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 
@@ -61,6 +62,25 @@ const maxSpares = 2
 /** A copy still being written after this long was abandoned (its process exited mid-copy). */
 const abandonedAfterMs = 10 * 60 * 1000
 
+/**
+ * Whether the copy `<template>.copying-<pid>-<random>` was left by a process that no longer runs
+ * (a test run ends while its background copy is under way): removed at once instead of after
+ * `abandonedAfterMs`, so it does not hold a spare's place.
+ */
+const writerGone = (dir: string): boolean => {
+  const pid = Number(/\.copying-(\d+)-[a-z0-9]+$/.exec(dir)?.[1])
+  if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid) return false
+  try {
+    process.kill(pid, 0)
+    return false
+  } catch (error) {
+    return (error as { code?: string }).code === "ESRCH"
+  }
+}
+
+/** Copies a data directory; a copy-on-write clone where the file system has them (btrfs, XFS), else bytes. */
+const copyDir = (from: string, to: string) => fs.cp(from, to, { recursive: true, mode: fsConstants.COPYFILE_FICLONE })
+
 const spares = async (template: string) => {
   const dir = path.dirname(template)
   const names = await fs.readdir(dir).catch(() => [] as Array<string>)
@@ -83,7 +103,7 @@ export const copyTemplate = async (template: string, target: string): Promise<vo
       // taken by a concurrent start, or on another file system: try the next, then copy
     }
   }
-  await fs.cp(template, target, { recursive: true })
+  await copyDir(template, target)
 }
 
 /**
@@ -92,16 +112,18 @@ export const copyTemplate = async (template: string, target: string): Promise<vo
  */
 export const prepareSpare = async (template: string): Promise<void> => {
   const { ready, copying } = await spares(template)
+  let writing = 0
   for (const dir of copying) {
     const stat = await fs.stat(dir).catch(() => undefined)
-    if (stat !== undefined && Date.now() - stat.mtimeMs > abandonedAfterMs)
+    if (stat !== undefined && (writerGone(dir) || Date.now() - stat.mtimeMs > abandonedAfterMs)) {
       await fs.rm(dir, { recursive: true, force: true })
+    } else writing++
   }
-  if (ready.length + copying.length >= maxSpares) return
+  if (ready.length + writing >= maxSpares) return
   const suffix = `${process.pid}-${Math.random().toString(36).slice(2, 10)}`
   const copying_ = `${template}.copying-${suffix}`
   try {
-    await fs.cp(template, copying_, { recursive: true })
+    await copyDir(template, copying_)
     await fs.rename(copying_, `${template}.spare-${suffix}`)
   } catch {
     await fs.rm(copying_, { recursive: true, force: true })

@@ -7,8 +7,11 @@
  *
  * `SvcTest.layer(options)` provides `SvcTest`, `SvcClient` (admin token) and `FakeUpstream`, for
  * `@effect/vitest`'s `it.layer`; `SvcTest.start(options)` is the same as a promise for plain
- * vitest or jest.
+ * vitest or jest. With `adminApi: true` svc also serves its admin-api (TLS, the generated
+ * development certificate) and `SvcTest.adminClient` provides `SvcAdminClient` trusting it.
  */
+import { NodeHttpClient } from "@effect/platform-node"
+import { SvcAdminClient } from "@svc/client/SvcAdminClient"
 import { SvcClient } from "@svc/client/SvcClient"
 import { loadConfig } from "@svc/server/config/ConfigLoader"
 import * as Serve from "@svc/server/Serve"
@@ -37,6 +40,8 @@ export interface SvcTestOptions {
   readonly cacheDir?: string
   /** svc's own log records below this level are dropped (default `Error`: the embedded default's key-generation warnings are expected here). */
   readonly logLevel?: LogLevel
+  /** Also serve the admin-api (TLS with svc's self-signed development certificate), for `SvcTest.adminClient`. */
+  readonly adminApi?: boolean
 }
 
 /** What a test reads from its svc. */
@@ -53,6 +58,8 @@ export interface SvcTestInfo {
   readonly upstream: Upstream
   /** The svc data directory of this test (removed when the test's svc stops). */
   readonly dataDir: string
+  /** With `adminApi: true`: the admin-api, `https://127.0.0.1:<port>`, and its certificate (PEM) to trust. */
+  readonly admin: { readonly baseUrl: string; readonly certificate: string } | undefined
 }
 
 /** The promise API: `SvcTestInfo`, a way to run client effects, and `stop`. */
@@ -65,6 +72,7 @@ export interface SvcTestHandle extends SvcTestInfo {
 
 const defaults = {
   api: { port: 0 },
+  admin_api: { port: 0 },
   worker: { port: 0 },
   outbound: { allow_private_networks: true }
 }
@@ -85,7 +93,9 @@ const start = (options: SvcTestOptions) =>
     // JSON is YAML: the document goes through the same loader and schema as an operator's file.
     yield* Effect.promise(() => fs.writeFile(configPath, JSON.stringify({ ...defaults, ...options.config })))
     const config = yield* loadConfig({ configPath, cwd: dir, env: {} }).pipe(Effect.orDie)
-    const served = yield* Layer.build(Serve.layer(config, ["api", "worker"], { migrate: true })).pipe(
+    const services =
+      options.adminApi === true ? (["api", "worker", "admin-api"] as const) : (["api", "worker"] as const)
+    const served = yield* Layer.build(Serve.layer(config, services, { migrate: true })).pipe(
       Effect.map((context) => Context.get(context, Serve.Served)),
       Effect.orDie
     )
@@ -115,7 +125,15 @@ const start = (options: SvcTestOptions) =>
     // In the background, while the tests run: the next start (this run's next suite, the next run)
     // renames a ready copy instead of copying. A copy cut short by the process exiting is removed later.
     yield* Effect.sync(() => void prepareSpare(dbTemplate))
-    return SvcTest.of({ baseUrl, adminToken, token, seeded, upstream, dataDir: path.join(dir, ".svc") })
+    const adminPort = served.ports.get("admin-api")
+    const admin =
+      adminPort === undefined
+        ? undefined
+        : {
+            baseUrl: `https://127.0.0.1:${adminPort}`,
+            certificate: yield* Effect.promise(() => fs.readFile(config.adminTls.certPath, "utf8"))
+          }
+    return SvcTest.of({ baseUrl, adminToken, token, seeded, upstream, dataDir: path.join(dir, ".svc"), admin })
   })
 
 /** The in-process svc of a test. */
@@ -137,6 +155,25 @@ export class SvcTest extends Context.Service<SvcTest, SvcTestInfo>()("@svc/testi
     )
     return Layer.provideMerge(client, svc).pipe(Layer.provideMerge(FakeUpstream.layer))
   }
+
+  /**
+   * `SvcAdminClient` on the admin-api of a `SvcTest` started with `adminApi: true` (admin token;
+   * over node:https trusting svc's development certificate):
+   * `it.layer(Layer.provideMerge(SvcTest.adminClient, SvcTest.layer({ adminApi: true })))`.
+   */
+  static readonly adminClient: Layer.Layer<SvcAdminClient, never, SvcTest> = Layer.unwrap(
+    Effect.map(SvcTest, (info) => {
+      if (info.admin === undefined) {
+        return Layer.effect(
+          SvcAdminClient,
+          Effect.die(new Error("SvcTest.adminClient needs SvcTest.layer({ adminApi: true })"))
+        )
+      }
+      return SvcAdminClient.layerNoDeps({ baseUrl: info.admin.baseUrl, token: info.adminToken }).pipe(
+        Layer.provide(NodeHttpClient.layerNodeHttpOptions({ ca: info.admin.certificate }))
+      )
+    })
+  )
 
   /** The promise API: starts svc (with the fixture seeded) and answers a handle; `await handle.stop()` after the tests. */
   static readonly start = async (options: SvcTestOptions = {}): Promise<SvcTestHandle> => {

@@ -32,7 +32,16 @@ import { type CredentialsError, Credentials } from "./Credentials.ts"
 import { subjectOf } from "./LimitedCalls.ts"
 import { chooseNamespace } from "./InitiateNamespace.ts"
 import { OAuthClient } from "./OAuthClient.ts"
-import { formNext, isAuthorizationCode, type PlannedStep, setupPlan, stepAfter, stepById } from "./SetupSteps.ts"
+import {
+  answeredSteps,
+  formNext,
+  isAuthorizationCode,
+  type PlannedStep,
+  setupPlan,
+  stepAfter,
+  stepById,
+  stepMismatch
+} from "./SetupSteps.ts"
 import { isAllowedReturnUrl } from "../auth/ReturnUrls.ts"
 import { randomToken } from "../oauth/Pkce.ts"
 import { ConnectionChanges } from "../resources/ConnectionChanges.ts"
@@ -47,15 +56,6 @@ import { VerifyProbes } from "./VerifyProbes.ts"
 
 /** Errors of setup operations. */
 export type SetupError = ResourceError | CredentialsError | ServiceUnavailable
-
-const stepMismatch = (id: string, at: string | null, given: string) =>
-  new Conflict({
-    error:
-      at === null
-        ? `connection ${id} is not in setup`
-        : `connection ${id} stands at setup step ${at}, not ${given}; fetch GET /api/v1/connections/${id}/_setup`,
-    code: "setup_step_mismatch"
-  })
 
 /** Interactive setup operations. */
 export class ConnectionSetup extends Context.Service<
@@ -184,7 +184,11 @@ export class ConnectionSetup extends Context.Service<
           const plan = setupPlan(definition)
           const step = row.setupStepId === null ? undefined : stepById(plan, row.setupStepId)
           const next = yield* describe(row, step, actor)
-          return { connection: yield* present(row, definition), next } satisfies SetupProgress
+          const connection = yield* present(row, definition)
+          if (step?.kind !== "verify" || row.state !== "setup") return { connection, next } satisfies SetupProgress
+          // At svc:verify an earlier form may be edited: which ones, with their non-secret values.
+          const answered = answeredSteps(plan, yield* secrets.configuration(row), yield* secrets.credentials(row))
+          return { connection, next, answered } satisfies SetupProgress
         })
 
       /** Writes the move from `from` to `to` (undefined: configured); the verify step runs its probes. */

@@ -4,6 +4,7 @@
  * step is and which comes next; the service stores where a connection stands in `setupStepId`.
  */
 import {
+  type AnsweredStep,
   credentialsStepId,
   oauth2StepId,
   type SetupNext,
@@ -12,7 +13,18 @@ import {
 } from "@svc/domain/ConnectionSetup"
 import type { ConnectorAuth } from "@svc/domain/ConnectorAuth"
 import type { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
-import { type SetupStep, setupSteps } from "@svc/domain/SetupFlow"
+import { Conflict } from "@svc/domain/Errors"
+import { isSecretProperty, type SetupStep, setupSteps } from "@svc/domain/SetupFlow"
+
+/** `409 setup_step_mismatch`: a submit for another step than the one connection `id` stands `at`. */
+export const stepMismatch = (id: string, at: string | null, given: string) =>
+  new Conflict({
+    error:
+      at === null
+        ? `connection ${id} is not in setup`
+        : `connection ${id} stands at setup step ${at}, not ${given}; fetch GET /api/v1/connections/${id}/_setup`,
+    code: "setup_step_mismatch"
+  })
 
 /** One step of a connection's setup. */
 export type PlannedStep =
@@ -120,3 +132,40 @@ export const formNext = (step: Exclude<PlannedStep, { readonly kind: "oauth2" }>
       }
   }
 }
+
+/** The non-secret values of `stored` for the properties of a form's JSON Schema. */
+const nonSecretValues = (
+  jsonSchema: Readonly<Record<string, unknown>>,
+  stored: Readonly<Record<string, unknown>>
+): Record<string, unknown> => {
+  const properties = jsonSchema.properties
+  if (typeof properties !== "object" || properties === null) return {}
+  return Object.fromEntries(
+    Object.entries(properties as Record<string, unknown>)
+      .filter(([name, property]) => !isSecretProperty(property) && Object.hasOwn(stored, name))
+      .map(([name]) => [name, stored[name]])
+  )
+}
+
+/**
+ * The form steps a connection standing at `svc:verify` has answered and may submit again (its
+ * preconnect, credentials and configure forms), each with the stored values of its non-secret
+ * fields: the configuration for a form, the credentials for the credentials form (the username
+ * or client id; never a key, password or secret).
+ */
+export const answeredSteps = (
+  plan: ReadonlyArray<PlannedStep>,
+  configuration: Readonly<Record<string, unknown>>,
+  credentials: Readonly<Record<string, unknown>> | undefined
+): ReadonlyArray<AnsweredStep> =>
+  plan.flatMap((step): ReadonlyArray<AnsweredStep> => {
+    if (step.kind === "form") {
+      const form = formNext(step) as Extract<SetupNext, { readonly type: "form" }>
+      return [{ ...form, values: nonSecretValues(form.json_schema, configuration) }]
+    }
+    if (step.kind === "credentials") {
+      const form = formNext(step) as Extract<SetupNext, { readonly type: "form" }>
+      return [{ ...form, values: nonSecretValues(form.json_schema, credentials ?? {}) }]
+    }
+    return []
+  })

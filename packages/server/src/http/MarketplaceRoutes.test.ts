@@ -249,6 +249,29 @@ describe("MarketplaceRoutes", () => {
           assert.strictEqual(accepted.status, 303)
           assert.strictEqual(accepted.headers.get("location"), connect("https://app.example"))
           assert.isTrue((cookieValue(accepted, "svc_session") ?? "").length > 0)
+          // Framed without a Referer: first the frame check page (no session, the token unused),
+          // then the origin it reports decides; an origin the browser cannot tell is origin_unknown.
+          const unframed = yield* sign()
+          const framedAs = (reported: string, hostOrigin?: string) =>
+            call("GET", `${loginUrl(unframed, connect(hostOrigin))}&frame_origin=${encodeURIComponent(reported)}`, {
+              "sec-fetch-dest": "iframe"
+            })
+          const check = yield* call("GET", loginUrl(unframed, connect("https://app.example")), {
+            "sec-fetch-dest": "iframe"
+          })
+          assert.deepStrictEqual(check.cookies, [])
+          assert.strictEqual(check.headers.get("cache-control"), "no-store")
+          assert.notStrictEqual(check.status, 303)
+          assert.isFalse(check.body.includes(unframed))
+          const reportedForeign = errorPage(yield* framedAs("https://framer.example", "https://app.example"))
+          assert.strictEqual(reportedForeign.get("code"), "origin_not_allowed")
+          assert.strictEqual(reportedForeign.get("host_origin"), "https://framer.example")
+          const unknown = errorPage(yield* framedAs(""))
+          assert.strictEqual(unknown.get("code"), "origin_unknown")
+          assert.isNull(unknown.get("host_origin"))
+          const reportedAllowed = yield* framedAs("https://app.example")
+          assert.strictEqual(reportedAllowed.status, 303)
+          assert.strictEqual(reportedAllowed.headers.get("location"), connect())
           // A login bound elsewhere keeps the plain refusal page.
           assert.strictEqual((yield* call("GET", loginUrl(expired, "https://app.example/back"))).status, 401)
         })

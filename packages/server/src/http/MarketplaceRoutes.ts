@@ -2,7 +2,9 @@
  * Marketplace browser-session routes of the public service (spec 5.9): `GET /marketplace/login`
  * turns a signed, short-lived, single-use login URL into a browser session; `POST
  * /marketplace/logout` ends it; `GET /marketplace/session` describes it. The login token is never
- * echoed (pages, redirects, logs); every answer is `Cache-Control: no-store`.
+ * echoed (pages, redirects, logs); every answer is `Cache-Control: no-store`. A framed login for
+ * the Connect UI without a Referer is first answered with the Connect UI's frame check page, which
+ * reports the frame's ancestor origin in `frame_origin` (docs/ui.md "When the page cannot open").
  */
 import { Clock, Context, Data, DateTime, Effect, type Layer } from "effect"
 import { HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
@@ -26,10 +28,14 @@ import {
 import { allowedOrigins, resolveReturnUrl } from "../auth/ReturnUrls.ts"
 import { connectUiPath } from "./ConnectUiRoutes.ts"
 import { errorResponse } from "./ErrorHandling.ts"
+import { indexResponse, loadBundle } from "./UiAssets.ts"
 import { requireBrowserSession, sessionActor } from "./PublicAuthentication.ts"
 
 /** Longest lifetime (`exp − iat`, and `exp − now`) a login URL token may have: 15 minutes. */
 export const maxLoginTokenLifetimeSeconds = 15 * 60
+
+/** The query parameter the Connect UI's frame check adds to a login URL: the frame's ancestor origin, or empty. */
+export const frameOriginParam = "frame_origin"
 
 /** Paths of the routes. */
 export const marketplacePaths = {
@@ -87,11 +93,11 @@ const connectUiLogin = (returnTo: string | undefined, publicOrigin: string): Con
 
 /**
  * The code the Connect UI's error page shows for a refused login (docs/ui.md): `unknown_actor`,
- * `link_expired`, `origin_not_allowed`, or `link_invalid` for every other refusal (bad signature,
+ * `link_expired`, `origin_not_allowed`, `origin_unknown`, or `link_invalid` for every other refusal (bad signature,
  * replayed nonce, a token that is not a login token).
  */
 export const connectErrorCode = (code: string): string =>
-  code === "unknown_actor" || code === "origin_not_allowed"
+  code === "unknown_actor" || code === "origin_not_allowed" || code === "origin_unknown"
     ? code
     : code === "token_expired"
       ? "link_expired"
@@ -154,6 +160,15 @@ export const MarketplaceRoutes: Layer.Layer<
         connectUi === undefined ? badLink() : redirectTo(connectErrorUrl(publicOrigin, code, connectUi.hostOrigin))
       )
 
+    /**
+     * A framed Connect UI login whose framing page sent no Referer: the Connect UI's frame check
+     * page (any page may frame it; it reads no session and uses no token) asks the browser for the
+     * frame's ancestor origin and loads this same URL again with `frame_origin` (empty when the
+     * browser does not tell), so a foreign framer gets the in-frame error page, not a blank frame.
+     */
+    const connectBundle = loadBundle("connect")
+    const frameCheck = () => HttpServerResponse.setHeaders(indexResponse(connectBundle, ["*"]), noStore)
+
     const initiateSession = (returnTo: string | undefined) => {
       const initiate = config.hostApplication.initiate_session_url
       if (initiate === undefined)
@@ -181,8 +196,15 @@ export const MarketplaceRoutes: Layer.Layer<
       }
       const connectUi = connectUiLogin(returnTo, publicOrigin)
       // A Connect UI framed by (or opened for) an origin that is not allowed would be a blank
-      // frame: say so in the frame instead, before the token is used.
-      const framedBy = request.headers["sec-fetch-dest"] === "iframe" ? originOf(request.headers.referer) : undefined
+      // frame: say so in the frame instead, before the token is used. The framing page is the
+      // iframe request's Referer or, without one, what the frame check reported (`frame_origin`).
+      const framed = request.headers["sec-fetch-dest"] === "iframe"
+      const reported = query.get(frameOriginParam)
+      const framedBy = framed ? (originOf(request.headers.referer) ?? originOf(reported ?? undefined)) : undefined
+      if (connectUi !== undefined && framed && framedBy === undefined) {
+        if (reported === null) return frameCheck()
+        if (connectUi.hostOrigin === undefined) return yield* refuse("origin_unknown", connectUi)
+      }
       const claimed = [connectUi?.hostOrigin, framedBy].filter((o): o is string => o !== undefined)
       if (connectUi !== undefined && claimed.some((origin) => origin !== publicOrigin && !origins.has(origin))) {
         return yield* refuse("origin_not_allowed", { hostOrigin: framedBy ?? connectUi.hostOrigin })

@@ -2,8 +2,9 @@
  * The Connect UI's in-frame error page (`/connect/error?code=…`, docs/ui.md): where a refused
  * marketplace login bound for the Connect UI lands. It says what happened and what the host
  * application must do, and posts `svc:connect:error` with the code to the host: to an allowed
- * origin, or for `origin_not_allowed` to the framing page's own origin (the message carries
- * nothing but the code and the sentences below).
+ * origin, or for `origin_not_allowed` (and `origin_unknown`, when the browser can name the
+ * framing page after all) to the framing page's own origin (the message carries nothing but the
+ * code and the sentences below).
  */
 import { useEffect, useState } from "preact/hooks"
 import { getChecked } from "../shared/api.ts"
@@ -28,6 +29,11 @@ export const connectErrors: Readonly<
     title: "This link cannot be used",
     user: "It was already used or is not valid. Reload the application's page to get a fresh one.",
     host: "The login URL was refused (already used, wrong signature or audience, no nonce): sign a fresh single-use one for every page view."
+  },
+  origin_unknown: {
+    title: "This application may not show this page",
+    user: "The application embedding this page could not be identified. Contact its support.",
+    host: "The framing page sent no Referer and this browser does not report the frame's ancestor: name the host's origin in return_to (host_origin=…), or let the iframe send a Referer."
   },
   origin_not_allowed: {
     title: "This application may not show this page",
@@ -63,7 +69,7 @@ export const ErrorPage = () => {
       code: known === undefined ? "unknown" : code,
       message: text.host
     } as const
-    if (code === "origin_not_allowed") {
+    if (code === "origin_not_allowed" || code === "origin_unknown") {
       const target = hostWindow()
       const origin = framingOrigin()
       if (target !== undefined && origin !== undefined) {

@@ -1,8 +1,9 @@
 /**
  * A connection's setup in the Connect UI, step by step (forms from each step's JSON Schema, the
  * OAuth2 sign-in in a popup, the verify step; the last two in SetupSteps.tsx). A failed
- * verification offers to edit the steps answered in this browser (credentials first): the form
- * comes back with its values kept and its secret fields empty, and the check runs again.
+ * verification offers to edit the steps answered (credentials first), as `_setup` lists them at
+ * `svc:verify` — so also in a later browser session: the form comes back with its non-secret
+ * values kept and its secret fields empty, and the check runs again.
  */
 import type { Connection } from "@svc/domain/Connection"
 import type { SetupProgress } from "@svc/domain/ConnectionSetup"
@@ -11,7 +12,7 @@ import { useEffect, useRef, useState } from "preact/hooks"
 import { ApiError, type ErrorDetail } from "../shared/api.ts"
 import { Alert } from "../shared/components.tsx"
 import { connectApi } from "./connectApi.ts"
-import { type Answered, type FormStep, SignInStep, VerifyStep, withoutSecrets } from "./SetupSteps.tsx"
+import { type Answered, type FormStep, SignInStep, VerifyStep } from "./SetupSteps.tsx"
 import { type ObjectSchema, SchemaForm } from "../shared/SchemaForm.tsx"
 import { providerError, isOAuthReturn, messageOf, probeProblem, verifyStepId } from "./common.ts"
 
@@ -29,7 +30,6 @@ export const SetupFlow = (props: SetupFlowProps) => {
   const [error, setError] = useState<string | undefined>()
   const [details, setDetails] = useState<ReadonlyArray<ErrorDetail>>([])
   const [waitingForPopup, setWaitingForPopup] = useState(false)
-  const [answered, setAnswered] = useState<ReadonlyArray<Answered>>([])
   const [editing, setEditing] = useState<Answered | undefined>()
   const heading = useRef<HTMLHeadingElement>(null)
   const connectionId = progress.connection.id
@@ -55,14 +55,10 @@ export const SetupFlow = (props: SetupFlowProps) => {
     return () => window.removeEventListener("message", onMessage)
   }, [connectionId])
 
-  const submit = async (form: FormStep | undefined, stepId: string, values: Record<string, unknown>) => {
+  const submit = async (stepId: string, values: Record<string, unknown>) => {
     setBusy(true)
     setError(undefined)
     setDetails([])
-    if (form !== undefined) {
-      const kept = { form, values: withoutSecrets(form, values) }
-      setAnswered((before) => [...before.filter((a) => a.form.stepId !== stepId), kept])
-    }
     try {
       setProgress(await connectApi.submitSetupStep(connectionId, stepId, values))
       setEditing(undefined)
@@ -101,7 +97,7 @@ export const SetupFlow = (props: SetupFlowProps) => {
         busy={busy}
         serverDetails={details}
         {...(initialValues === undefined ? {} : { initialValues })}
-        onSubmit={(values) => submit(form, form.stepId, values)}
+        onSubmit={(values) => submit(form.stepId, values)}
       />
     </div>
   )
@@ -113,7 +109,7 @@ export const SetupFlow = (props: SetupFlowProps) => {
     body = (
       <div>
         <p>Correct what you entered; secret values must be entered again. The connection is checked again.</p>
-        {formOf(editing.form, editing.values, "Save and check again")}
+        {formOf(editing, editing.values, "Save and check again")}
         <button type="button" class="svc-link-button" onClick={() => setEditing(undefined)}>
           Back
         </button>
@@ -124,14 +120,14 @@ export const SetupFlow = (props: SetupFlowProps) => {
   } else if (atVerify) {
     body = (
       <VerifyStep
-        answered={answered}
+        answered={progress.answered ?? []}
         busy={busy}
         onEdit={(a) => {
           setError(undefined)
           setDetails([])
           setEditing(a)
         }}
-        onCheck={() => submit(undefined, verifyStepId, {})}
+        onCheck={() => submit(verifyStepId, {})}
       />
     )
   } else if (next.type === "form") {

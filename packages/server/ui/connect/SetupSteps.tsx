@@ -1,19 +1,14 @@
 /** Pieces of the Connect UI's setup flow: the sign-in step, the verify step and the answered forms. */
-import type { SetupProgress } from "@svc/domain/ConnectionSetup"
-import { isSecret, type ObjectSchema } from "../shared/SchemaForm.tsx"
+import type { AnsweredStep, SetupProgress } from "@svc/domain/ConnectionSetup"
+import type { ObjectSchema } from "../shared/SchemaForm.tsx"
 
 export type FormStep = Extract<SetupProgress["next"], { readonly type: "form" }>
 
-/** A form step answered in this browser: its form and the values sent, secrets left out. */
-export interface Answered {
-  readonly form: FormStep
-  readonly values: Readonly<Record<string, unknown>>
-}
-
-export const withoutSecrets = (form: FormStep, values: Record<string, unknown>): Record<string, unknown> => {
-  const properties = (form.json_schema as ObjectSchema).properties ?? {}
-  return Object.fromEntries(Object.entries(values).filter(([name]) => !isSecret(properties[name] ?? {})))
-}
+/**
+ * A form step answered earlier (in this browser or another, as `_setup` reports it at
+ * `svc:verify`): the form and the stored values of its non-secret fields.
+ */
+export type Answered = AnsweredStep
 
 const editLabel = (form: FormStep): string =>
   form.phase === "credentials"
@@ -49,7 +44,7 @@ export const VerifyStep = (props: {
 }) => {
   // Credentials first: they are what a failed check most often means.
   const editable = [...props.answered].sort(
-    (a, b) => Number(b.form.phase === "credentials") - Number(a.form.phase === "credentials")
+    (a, b) => Number(b.phase === "credentials") - Number(a.phase === "credentials")
   )
   return (
     <div>
@@ -57,13 +52,13 @@ export const VerifyStep = (props: {
       <div class="svc-row">
         {editable.map((a) => (
           <button
-            key={a.form.stepId}
+            key={a.stepId}
             type="button"
-            class={`svc-button ${a.form.phase === "credentials" ? "svc-primary" : ""}`}
+            class={`svc-button ${a.phase === "credentials" ? "svc-primary" : ""}`}
             disabled={props.busy}
             onClick={() => props.onEdit(a)}
           >
-            {editLabel(a.form)}
+            {editLabel(a)}
           </button>
         ))}
         <button type="button" class="svc-button" disabled={props.busy} onClick={props.onCheck}>

@@ -2,7 +2,8 @@
  * The Connect UI (docs/ui.md): an end user's connectors, connections and notices, and the setup of
  * a new connection (forms rendered from each step's JSON Schema, the OAuth2 sign-in in a popup, the
  * verify step), talking to the public service with the browser session; `/connect/error` is the
- * in-frame page of a refused login.
+ * in-frame page of a refused login, and a framed `/marketplace/login` without a Referer is first
+ * the frame check (FrameCheck.tsx).
  */
 import { render } from "preact"
 import { useEffect, useState } from "preact/hooks"
@@ -12,6 +13,7 @@ import "../shared/theme.css"
 import { applyTheme } from "../shared/theme.ts"
 import { api, isSession, messageOf, returnPath, type Session } from "./common.ts"
 import { ErrorPage } from "./ErrorPage.tsx"
+import { FrameCheck } from "./FrameCheck.tsx"
 import { Home } from "./Home.tsx"
 import { type ConnectConfig, isConnectConfig } from "./host.ts"
 import { OAuthReturn } from "./OAuthReturn.tsx"
@@ -73,7 +75,9 @@ const App = () => {
 applyTheme(location.search)
 const pages: Readonly<Record<string, () => preact.JSX.Element>> = {
   [returnPath]: OAuthReturn,
-  "/connect/error": ErrorPage
+  "/connect/error": ErrorPage,
+  // A framed login without a Referer: the frame's ancestor is asked for first (FrameCheck.tsx).
+  "/marketplace/login": FrameCheck
 }
 const Screen = pages[location.pathname] ?? App
 const root = document.getElementById("app")
