@@ -45,7 +45,9 @@ describe("metric names", () => {
   const svcDocumented = new Set(inDocs.filter((n) => !n.startsWith("effect_")))
 
   it("every defined metric is documented, and every documented one is defined", () => {
-    const defined = new Set(definedMetrics())
+    // The unit tier shares one module graph between files: instruments other tests define for
+    // themselves (all named `t.…`) are in the same process-wide table and are not svc's.
+    const defined = new Set(definedMetrics().filter((n) => !n.startsWith("t.")))
     expect([...defined].filter((n) => !svcDocumented.has(n)).sort()).toEqual([])
     expect([...svcDocumented].filter((n) => !defined.has(n)).sort()).toEqual([])
     expect(inDocs.filter((n) => n.endsWith("*"))).toEqual(["effect_cluster_*"])
