@@ -35,6 +35,12 @@ describe("ConfigLoader", () => {
         env: { SVC__labels__consistency_check_interval: "2s", SVC__labels__propagation_poll_interval: "10ms" }
       })
       assert.deepStrictEqual(custom.labels, { consistencyCheckIntervalMs: 2000, propagationPollIntervalMs: 50 })
+      assert.deepStrictEqual(config.mcp, { idleTimeoutMs: 30 * 60_000, maxSessions: 10_000 })
+      const sessions = yield* loadConfig({
+        cwd: path.dirname(example),
+        env: { SVC__mcp__session_idle_timeout: "90s", SVC__mcp__max_sessions: "5" }
+      })
+      assert.deepStrictEqual(sessions.mcp, { idleTimeoutMs: 90_000, maxSessions: 5 })
     })
   )
 
@@ -178,6 +184,12 @@ describe("ConfigLoader", () => {
         ])
         assert.deepStrictEqual(yield* problems("rate_limits: { refresh_interval: 4s }"), [
           "rate_limits.refresh_interval: must be at least 5000ms"
+        ])
+        assert.deepStrictEqual(yield* problems("mcp: { session_idle_timeout: 500ms }"), [
+          "mcp.session_idle_timeout: must be at least 1000ms"
+        ])
+        assert.deepStrictEqual(yield* problems("mcp: { max_sessions: 0 }"), [
+          "mcp.max_sessions: expected a value greater than 0"
         ])
       })
     )

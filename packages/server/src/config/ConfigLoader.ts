@@ -25,6 +25,8 @@ import {
 import { resolveClientSecrets, resolveRootKey, resolveSigningKey } from "./SecretSources.ts"
 import {
   defaultMaxResponseHeaderBytes,
+  defaultMcpMaxSessions,
+  defaultMcpSessionIdleTimeoutMs,
   type Listener,
   type ResolvedConfig,
   type ResolvedDatabase,
@@ -315,6 +317,16 @@ export const resolve = (
     },
     connections: {
       setupTtlMs: intervalMs(file.connections?.setup_ttl, "connections.setup_ttl", 24 * 60 * 60 * 1000, 1000, problems)
+    },
+    mcp: {
+      idleTimeoutMs: intervalMs(
+        file.mcp?.session_idle_timeout,
+        "mcp.session_idle_timeout",
+        defaultMcpSessionIdleTimeoutMs,
+        1000,
+        problems
+      ),
+      maxSessions: file.mcp?.max_sessions ?? defaultMcpMaxSessions
     },
     webhooks: {
       retryScheduleMs: (file.webhooks?.retry_schedule ?? defaultRetrySchedule).map((text, i) =>

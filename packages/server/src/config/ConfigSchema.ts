@@ -238,6 +238,12 @@ export const ConfigFile = Schema.Struct({
     })
   ),
   connections: Schema.optionalKey(Schema.Struct({ setup_ttl: Schema.optionalKey(DurationString) })),
+  mcp: Schema.optionalKey(
+    Schema.Struct({
+      session_idle_timeout: Schema.optionalKey(DurationString),
+      max_sessions: Schema.optionalKey(PositiveInt)
+    })
+  ),
   probes: Schema.optionalKey(
     Schema.Struct({
       poll_interval: Schema.optionalKey(DurationString),

@@ -126,6 +126,8 @@ export interface ResolvedConfig {
   readonly rateLimits: { readonly refreshIntervalMs: number }
   /** Connections: how long a setup may stand still before it is removed as abandoned. */
   readonly connections: { readonly setupTtlMs: number }
+  /** The api's MCP sessions (docs/agents.md): idle expiry and the most kept per process. */
+  readonly mcp: { readonly idleTimeoutMs: number; readonly maxSessions: number }
   /** Webhooks to the host (docs/webhooks.md): retry waits, outbox poll, attempt timeout, per-endpoint bound, auto-disable, log retention. */
   readonly webhooks: {
     readonly retryScheduleMs: ReadonlyArray<number>
@@ -168,6 +170,12 @@ export interface ResolvedConfig {
 /** The configuration of the running process. */
 /** `outbound.max_response_header_bytes` default: 16 KiB, Node's own limit for an HTTP head. */
 export const defaultMaxResponseHeaderBytes = 16 * 1024
+
+/** `mcp.session_idle_timeout` default: 30 minutes. */
+export const defaultMcpSessionIdleTimeoutMs = 30 * 60 * 1000
+
+/** `mcp.max_sessions` default, per api process. */
+export const defaultMcpMaxSessions = 10_000
 
 export class SvcConfig extends Context.Service<SvcConfig, ResolvedConfig>()("svc/server/SvcConfig") {}
 
