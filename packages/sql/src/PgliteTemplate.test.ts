@@ -84,45 +84,54 @@ describe("PgliteTemplate", () => {
     )
   )
 
-  it.effect("an archive cut short fails and leaves no PG_VERSION, so the next start unpacks again; names stay inside", () =>
-    withDir((dir) =>
-      Effect.promise(async () => {
-        const tar = Zlib.gunzipSync(await Fs.readFile(templateFile()))
-        const cut = Path.join(dir, "cut.tar.gz")
-        // cut just after PG_VERSION's header and data block (the archive has entries after it)
-        let at = 0
-        while (at < tar.length && tar.subarray(at, at + 100).toString("latin1").split("\0")[0] !== "/PG_VERSION") at += 512
-        assert.isBelow(at + 1024, tar.length - 1024)
-        await Fs.writeFile(cut, Zlib.gzipSync(tar.subarray(0, at + 1024)))
-        const target = Path.join(dir, "db")
-        const failure = await extractTemplate(cut, target).then(
-          () => undefined,
-          (error: unknown) => String(error)
-        )
-        assert.match(failure ?? "", /ends early/)
-        assert.isFalse(fs.existsSync(Path.join(target, "PG_VERSION")))
-        assert.strictEqual(templateFor(target, cut), cut)
-        // an entry naming a path outside the directory lands inside it
-        const header = Buffer.alloc(512)
-        header.write("../escape", 0)
-        header.write("0000600\0", 100)
-        header.write("00000000000\0", 124)
-        header.write("0", 156)
-        header.write("        ", 148)
-        let sum = 0
-        for (const byte of header) sum += byte
-        header.write(`${sum.toString(8).padStart(6, "0")}\0 `, 148)
-        const escaping = Path.join(dir, "escaping.tar.gz")
-        await Fs.writeFile(escaping, Zlib.gzipSync(Buffer.concat([header, Buffer.alloc(1024)])))
-        const refused = await extractTemplate(escaping, Path.join(dir, "inner")).then(
-          () => undefined,
-          (error: unknown) => String(error)
-        )
-        assert.match(refused ?? "", /holds no PG_VERSION/)
-        assert.isFalse(fs.existsSync(Path.join(dir, "escape")))
-        assert.isTrue(fs.existsSync(Path.join(dir, "inner", "escape")))
-      })
-    )
+  it.effect(
+    "an archive cut short fails and leaves no PG_VERSION, so the next start unpacks again; names stay inside",
+    () =>
+      withDir((dir) =>
+        Effect.promise(async () => {
+          const tar = Zlib.gunzipSync(await Fs.readFile(templateFile()))
+          const cut = Path.join(dir, "cut.tar.gz")
+          // cut just after PG_VERSION's header and data block (the archive has entries after it)
+          let at = 0
+          while (
+            at < tar.length &&
+            tar
+              .subarray(at, at + 100)
+              .toString("latin1")
+              .split("\0")[0] !== "/PG_VERSION"
+          )
+            at += 512
+          assert.isBelow(at + 1024, tar.length - 1024)
+          await Fs.writeFile(cut, Zlib.gzipSync(tar.subarray(0, at + 1024)))
+          const target = Path.join(dir, "db")
+          const failure = await extractTemplate(cut, target).then(
+            () => undefined,
+            (error: unknown) => String(error)
+          )
+          assert.match(failure ?? "", /ends early/)
+          assert.isFalse(fs.existsSync(Path.join(target, "PG_VERSION")))
+          assert.strictEqual(templateFor(target, cut), cut)
+          // an entry naming a path outside the directory lands inside it
+          const header = Buffer.alloc(512)
+          header.write("../escape", 0)
+          header.write("0000600\0", 100)
+          header.write("00000000000\0", 124)
+          header.write("0", 156)
+          header.write("        ", 148)
+          let sum = 0
+          for (const byte of header) sum += byte
+          header.write(`${sum.toString(8).padStart(6, "0")}\0 `, 148)
+          const escaping = Path.join(dir, "escaping.tar.gz")
+          await Fs.writeFile(escaping, Zlib.gzipSync(Buffer.concat([header, Buffer.alloc(1024)])))
+          const refused = await extractTemplate(escaping, Path.join(dir, "inner")).then(
+            () => undefined,
+            (error: unknown) => String(error)
+          )
+          assert.match(refused ?? "", /holds no PG_VERSION/)
+          assert.isFalse(fs.existsSync(Path.join(dir, "escape")))
+          assert.isTrue(fs.existsSync(Path.join(dir, "inner", "escape")))
+        })
+      )
   )
 
   it.effect(
