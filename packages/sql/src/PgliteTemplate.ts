@@ -75,6 +75,7 @@ const checksumOf = (header: Buffer): number => {
 const entryOf = (header: Buffer, dataDir: string) => {
   if (checksumOf(header) !== octal(header, 148, 8)) throw new Error("tar header checksum mismatch")
   const name = field(header, 0, 100)
+  // PGlite's archiver writes a 131-byte prefix (ustar's is 155; the rest holds its times).
   const prefix = field(header, 257, 5) === "ustar" ? field(header, 345, 131) : ""
   // Normalised from the root, so no name (`..` included) leaves `dataDir`.
   const relative = path.posix.normalize(`/${prefix === "" ? name : `${prefix}/${name}`}`).slice(1)
@@ -114,7 +115,7 @@ export const extractTemplate = async (file: string, dataDir: string): Promise<vo
           const n = Math.min(current.left, chunk.length - at)
           const bytes = chunk.subarray(at, at + n)
           if (current.fd === -1) version?.data.push(Buffer.from(bytes))
-          else fs.writeSync(current.fd, bytes)
+          else for (let written = 0; written < bytes.length; ) written += fs.writeSync(current.fd, bytes, written)
           current.left -= n
           at += n
           if (current.left === 0) {
