@@ -1,8 +1,13 @@
 /**
  * `GET /docs` on the api and the admin-api (issue 21 item 7): an HTML API reference page, served
  * without a token, that embeds exactly the document `/openapi.json` serves and loads no script
- * from elsewhere (svc runs air-gapped). The unknown-path policy is unchanged beside it.
+ * from elsewhere (svc runs air-gapped). The unknown-path policy is unchanged beside it. Scalar's
+ * 3 MB script loads at the first request of the page, not at start (issue 30).
  */
+import * as fs from "node:fs/promises"
+import * as os from "node:os"
+import * as path from "node:path"
+import { pathToFileURL } from "node:url"
 import { Agent, fetch as undiciFetch } from "undici"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { launch, type Svc } from "../support/Api.ts"
@@ -23,13 +28,23 @@ const embeddedDocument = (html: string): unknown => {
   return JSON.parse(line)
 }
 
+const preload = pathToFileURL(path.join(import.meta.dirname, "../support/ModuleLogPreload.ts")).href
+
 describe("GET /docs", () => {
   let svc: Svc
+  let moduleLog: string
   beforeAll(async () => {
-    svc = await launch("svc-e2e-docs-")
+    moduleLog = path.join(await fs.mkdtemp(path.join(os.tmpdir(), "svc-e2e-docs-modules-")), "modules.log")
+    svc = await launch("svc-e2e-docs-", {
+      env: {
+        NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --import=${preload}`.trim(),
+        SVC_TEST_MODULE_LOG: moduleLog
+      }
+    })
   }, 120_000)
   afterAll(async () => {
     await svc?.stop()
+    await fs.rm(path.dirname(moduleLog), { recursive: true, force: true })
   })
 
   const get = async (service: "api" | "admin-api", path: string, token?: string): Promise<Answer> => {
@@ -44,6 +59,15 @@ describe("GET /docs", () => {
       text: await response.text()
     }
   }
+
+  it("Scalar's script loads at the first request of a page, not at start", async () => {
+    const scalarLoaded = async () => /httpApiScalar/i.test(await fs.readFile(moduleLog, "utf8"))
+    // the log works: the server's own chunks are in it
+    expect(/\/dist\/chunks\/Serve-/.test(await fs.readFile(moduleLog, "utf8"))).toBe(true)
+    expect(await scalarLoaded()).toBe(false)
+    expect((await get("api", "/docs")).status).toBe(200)
+    expect(await scalarLoaded()).toBe(true)
+  })
 
   for (const [service, title] of [
     ["api", "svc application API"],

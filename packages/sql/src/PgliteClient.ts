@@ -25,7 +25,7 @@ import {
 import * as NameTransforms from "./NameTransforms.ts"
 import { pgliteParsers as parsers } from "./PgliteParsers.ts"
 import { startParams, useBaselineWasmCompiler } from "./PgliteSettings.ts"
-import { loadDataDir, templateFor } from "./PgliteTemplate.ts"
+import { extractTemplate, templateFor } from "./PgliteTemplate.ts"
 import type { ThreadRequest, ThreadResponse } from "./PgliteThread.ts"
 
 /** Options of the PGlite client; transforms default to {@link NameTransforms}. */
@@ -234,12 +234,15 @@ export const make = Effect.fnUntraced(function* (
   yield* Effect.sync(() => useBaselineWasmCompiler())
   const db = yield* Effect.acquireRelease(
     Effect.tryPromise({
-      try: () =>
-        PGlite.create(config.dataDir, {
+      try: async () => {
+        const template = config.loadDataDir === undefined ? templateOf(config) : undefined
+        if (template !== undefined) await extractTemplate(template, config.dataDir)
+        return await PGlite.create(config.dataDir, {
           parsers,
           startParams: startParams(),
-          ...(config.loadDataDir === undefined ? loadDataDir(templateOf(config)) : { loadDataDir: config.loadDataDir })
-        }),
+          ...(config.loadDataDir === undefined ? {} : { loadDataDir: config.loadDataDir })
+        })
+      },
       catch: (cause) =>
         new SqlError({
           reason: new ConnectionError({

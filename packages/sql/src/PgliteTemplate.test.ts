@@ -7,12 +7,14 @@ import { assert, describe, it } from "@effect/vitest"
 import { PGlite } from "@electric-sql/pglite"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
+import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as Fs from "node:fs/promises"
 import * as Os from "node:os"
 import * as Path from "node:path"
+import * as Zlib from "node:zlib"
 import * as PgliteClient from "./PgliteClient.ts"
-import { templateFile, templateFor, writeTemplate } from "./PgliteTemplate.ts"
+import { extractTemplate, templateFile, templateFor, writeTemplate } from "./PgliteTemplate.ts"
 
 const withDir = <A, E>(f: (dir: string) => Effect.Effect<A, E>) =>
   Effect.acquireUseRelease(
@@ -56,6 +58,80 @@ describe("PgliteTemplate", () => {
         assert.isFalse(await writeTemplate(file))
       })
     )
+  )
+
+  it.effect("unpacks into the same files as tar(1), PG_VERSION included", () =>
+    withDir((dir) =>
+      Effect.promise(async () => {
+        const ours = Path.join(dir, "ours")
+        const theirs = Path.join(dir, "theirs")
+        await Fs.mkdir(theirs)
+        await extractTemplate(templateFile(), ours)
+        execFileSync("tar", ["-xzf", templateFile(), "-C", theirs], { stdio: "ignore" })
+        const list = async (root: string) =>
+          (await Fs.readdir(root, { recursive: true, withFileTypes: true }))
+            .map((e) => `${Path.relative(root, Path.join(e.parentPath, e.name))}${e.isDirectory() ? "/" : ""}`)
+            .sort()
+        const files = await list(ours)
+        assert.deepStrictEqual(files, await list(theirs))
+        assert.include(files, "PG_VERSION")
+        assert.isAbove(files.length, 100)
+        for (const file of files.filter((f) => !f.endsWith("/"))) {
+          const same = (await Fs.readFile(Path.join(ours, file))).equals(await Fs.readFile(Path.join(theirs, file)))
+          assert.isTrue(same, file)
+        }
+      })
+    )
+  )
+
+  it.effect(
+    "an archive cut short fails and leaves no PG_VERSION, so the next start unpacks again; names stay inside",
+    () =>
+      withDir((dir) =>
+        Effect.promise(async () => {
+          const tar = Zlib.gunzipSync(await Fs.readFile(templateFile()))
+          const cut = Path.join(dir, "cut.tar.gz")
+          // cut just after PG_VERSION's header and data block (the archive has entries after it)
+          let at = 0
+          while (
+            at < tar.length &&
+            tar
+              .subarray(at, at + 100)
+              .toString("latin1")
+              .split("\0")[0] !== "/PG_VERSION"
+          )
+            at += 512
+          assert.isBelow(at + 1024, tar.length - 1024)
+          await Fs.writeFile(cut, Zlib.gzipSync(tar.subarray(0, at + 1024)))
+          const target = Path.join(dir, "db")
+          const failure = await extractTemplate(cut, target).then(
+            () => undefined,
+            (error: unknown) => String(error)
+          )
+          assert.match(failure ?? "", /ends early/)
+          assert.isFalse(fs.existsSync(Path.join(target, "PG_VERSION")))
+          assert.strictEqual(templateFor(target, cut), cut)
+          // an entry naming a path outside the directory lands inside it
+          const header = Buffer.alloc(512)
+          header.write("../escape", 0)
+          header.write("0000600\0", 100)
+          header.write("00000000000\0", 124)
+          header.write("0", 156)
+          header.write("        ", 148)
+          let sum = 0
+          for (const byte of header) sum += byte
+          header.write(`${sum.toString(8).padStart(6, "0")}\0 `, 148)
+          const escaping = Path.join(dir, "escaping.tar.gz")
+          await Fs.writeFile(escaping, Zlib.gzipSync(Buffer.concat([header, Buffer.alloc(1024)])))
+          const refused = await extractTemplate(escaping, Path.join(dir, "inner")).then(
+            () => undefined,
+            (error: unknown) => String(error)
+          )
+          assert.match(refused ?? "", /holds no PG_VERSION/)
+          assert.isFalse(fs.existsSync(Path.join(dir, "escape")))
+          assert.isTrue(fs.existsSync(Path.join(dir, "inner", "escape")))
+        })
+      )
   )
 
   it.effect(

@@ -4,15 +4,23 @@
  * a second PostgreSQL instance whose memory the process kept, so a first `svc serve` ended 100–370
  * MB above a restart. The build (`scripts/build.ts`) runs `initdb` once per PGlite version and
  * keeps the result as PGlite's own data-directory dump (a gzipped tar, ~4.5 MB) in
- * `packages/sql/pglite-template/`; a first open unpacks it instead (`loadDataDir`, about 1 CPU-s).
+ * `packages/sql/pglite-template/`; a first open unpacks it into the data directory
+ * ({@link extractTemplate}) before PGlite opens it, which then finds a database as on a restart.
  * A fresh `initdb` and the template give the same cluster (one `initdb` per cluster makes the
  * system identifier, which PGlite does not use). Without the file (a build that never made it)
  * PGlite runs `initdb` as before.
+ *
+ * The unpacking streams: the archive is gunzipped in 64 KB chunks and each file written as its
+ * bytes arrive. PGlite's own `loadDataDir` (used before) holds the 40 MB tar in memory and copies
+ * every file out of it; those buffers, freed, left a first start's database thread with ~57 MB
+ * of malloc arena it never returned, so a first start idled ~70 MB above a restart
+ * (docs/performance.md "Memory").
  */
 import * as fs from "node:fs"
 import { createRequire } from "node:module"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
+import { createGunzip } from "node:zlib"
 import { useBaselineWasmCompiler } from "./PgliteSettings.ts"
 
 /** Where the build keeps the template (git-ignored). */
@@ -39,9 +47,119 @@ export const templateFor = (dataDir: string, file: string = templateFile()): str
   return fs.existsSync(file) ? file : undefined
 }
 
-/** PGlite's `loadDataDir` option for `template` (undefined: none). */
-export const loadDataDir = (template: string | undefined): { loadDataDir?: Blob } =>
-  template === undefined ? {} : { loadDataDir: new Blob([fs.readFileSync(template)]) }
+const block = 512
+
+/** A NUL-terminated text field of a tar header. */
+const field = (header: Buffer, offset: number, length: number): string => {
+  const bytes = header.subarray(offset, offset + length)
+  const end = bytes.indexOf(0)
+  return bytes.subarray(0, end === -1 ? length : end).toString("utf8")
+}
+
+/** An octal number field of a tar header. */
+const octal = (header: Buffer, offset: number, length: number): number => {
+  const text = field(header, offset, length).trim()
+  const value = text === "" ? 0 : Number.parseInt(text, 8)
+  if (!Number.isFinite(value)) throw new Error(`bad tar number "${text}"`)
+  return value
+}
+
+/** The header's checksum: its bytes summed with the checksum field itself read as spaces. */
+const checksumOf = (header: Buffer): number => {
+  let sum = 0
+  for (let i = 0; i < block; i++) sum += i >= 148 && i < 156 ? 32 : (header[i] as number)
+  return sum
+}
+
+/** One entry of the archive: its path inside `dataDir`, type, mode, size. */
+const entryOf = (header: Buffer, dataDir: string) => {
+  if (checksumOf(header) !== octal(header, 148, 8)) throw new Error("tar header checksum mismatch")
+  const name = field(header, 0, 100)
+  // PGlite's archiver writes a 131-byte prefix (ustar's is 155; the rest holds its times).
+  const prefix = field(header, 257, 5) === "ustar" ? field(header, 345, 131) : ""
+  // Normalised from the root, so no name (`..` included) leaves `dataDir`.
+  const relative = path.posix.normalize(`/${prefix === "" ? name : `${prefix}/${name}`}`).slice(1)
+  const type = String.fromCharCode(header[156] as number)
+  if (type !== "0" && type !== "\0" && type !== "5") throw new Error(`unsupported tar entry type "${type}": ${name}`)
+  return {
+    target: path.join(dataDir, relative),
+    relative,
+    directory: type === "5",
+    mode: octal(header, 100, 8) & 0o700,
+    size: type === "5" ? 0 : octal(header, 124, 12)
+  }
+}
+
+/**
+ * Unpacks the template `file` (a gzipped tar of PGlite's data directory, `dumpDataDir`) into
+ * `dataDir`, streaming. `PG_VERSION`, whose presence marks a database (here and in PGlite), is
+ * written last, so an interrupted unpacking is unpacked again at the next start.
+ */
+export const extractTemplate = async (file: string, dataDir: string): Promise<void> => {
+  fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 })
+  let header = Buffer.alloc(0)
+  let current: { fd: number; left: number; padding: number } | undefined
+  let skip = 0
+  let ended = false
+  let version: { target: string; mode: number; data: Array<Buffer> } | undefined
+  const input = fs.createReadStream(file, { highWaterMark: 64 * 1024 }).pipe(createGunzip({ chunkSize: 64 * 1024 }))
+  try {
+    for await (const chunk of input as AsyncIterable<Buffer>) {
+      let at = 0
+      while (at < chunk.length && !ended) {
+        if (skip > 0) {
+          const n = Math.min(skip, chunk.length - at)
+          skip -= n
+          at += n
+        } else if (current !== undefined) {
+          const n = Math.min(current.left, chunk.length - at)
+          const bytes = chunk.subarray(at, at + n)
+          if (current.fd === -1) version?.data.push(Buffer.from(bytes))
+          else for (let written = 0; written < bytes.length; ) written += fs.writeSync(current.fd, bytes, written)
+          current.left -= n
+          at += n
+          if (current.left === 0) {
+            if (current.fd !== -1) fs.closeSync(current.fd)
+            skip = current.padding
+            current = undefined
+          }
+        } else {
+          const n = Math.min(block - header.length, chunk.length - at)
+          header = Buffer.concat([header, chunk.subarray(at, at + n)])
+          at += n
+          if (header.length < block) continue
+          const full = header
+          header = Buffer.alloc(0)
+          if (full.every((b) => b === 0)) {
+            ended = true
+            break
+          }
+          const entry = entryOf(full, dataDir)
+          if (entry.directory) {
+            fs.mkdirSync(entry.target, { recursive: true, mode: entry.mode | 0o700 })
+            continue
+          }
+          fs.mkdirSync(path.dirname(entry.target), { recursive: true, mode: 0o700 })
+          const padding = (block - (entry.size % block)) % block
+          const isVersion = entry.relative === "PG_VERSION"
+          if (isVersion) version = { target: entry.target, mode: entry.mode, data: [] }
+          const fd = isVersion ? -1 : fs.openSync(entry.target, "w", entry.mode | 0o600)
+          if (entry.size === 0) {
+            if (fd !== -1) fs.closeSync(fd)
+            skip = padding
+          } else current = { fd, left: entry.size, padding }
+        }
+      }
+      if (ended) break
+    }
+  } finally {
+    if (current !== undefined && current.fd !== -1) fs.closeSync(current.fd)
+    input.destroy()
+  }
+  if (!ended || current !== undefined) throw new Error(`the template ${file} ends early`)
+  if (version === undefined) throw new Error(`the template ${file} holds no PG_VERSION`)
+  fs.writeFileSync(version.target, Buffer.concat(version.data), { mode: version.mode | 0o600 })
+}
 
 /**
  * Makes `file` when it does not exist: a fresh in-memory PGlite (`initdb`), dumped. Written to a

@@ -9,7 +9,7 @@ import { parentPort, workerData } from "node:worker_threads"
 import { PGlite } from "@electric-sql/pglite"
 import { pgliteParsers } from "./PgliteParsers.ts"
 import { startParams } from "./PgliteSettings.ts"
-import { loadDataDir } from "./PgliteTemplate.ts"
+import { extractTemplate } from "./PgliteTemplate.ts"
 
 /** A statement posted by the client. */
 export interface ThreadRequest {
@@ -54,11 +54,9 @@ const errorOf = (cause: unknown) => {
 }
 
 const { dataDir, template } = workerData as { dataDir: string; template?: string | undefined }
-const opening = PGlite.create(dataDir, {
-  parsers: pgliteParsers,
-  startParams: startParams(),
-  ...loadDataDir(template)
-})
+const opening = (template === undefined ? Promise.resolve() : extractTemplate(template, dataDir)).then(() =>
+  PGlite.create(dataDir, { parsers: pgliteParsers, startParams: startParams() })
+)
 opening.then(
   () => port.postMessage({ id: 0, ok: true } satisfies ThreadResponse),
   (cause: unknown) => port.postMessage({ id: 0, ok: false, error: errorOf(cause) } satisfies ThreadResponse)
