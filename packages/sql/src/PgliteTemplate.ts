@@ -13,7 +13,7 @@ import * as fs from "node:fs"
 import { createRequire } from "node:module"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
-import { useBaselineWasmCompiler } from "./PgliteSettings.ts"
+import { useBaselineWasmCompiler } from "./WasmCompiler.ts"
 
 /** Where the build keeps the template (git-ignored). */
 export const templateDir = fileURLToPath(new URL("../pglite-template/", import.meta.url))

@@ -10,6 +10,8 @@
  * vitest or jest. With `adminApi: true` svc also serves its admin-api (TLS, the generated
  * development certificate) and `SvcTest.adminClient` provides `SvcAdminClient` trusting it.
  */
+// First: the database of the process's first start starts opening while the rest is imported.
+import { defaultCacheDir } from "./OpenOnImport.ts"
 import { NodeHttpClient } from "@effect/platform-node"
 import { SvcAdminClient } from "@svc/client/SvcAdminClient"
 import { SvcClient } from "@svc/client/SvcClient"
@@ -20,11 +22,13 @@ import type { LogLevel } from "effect/LogLevel"
 import { importPKCS8, SignJWT } from "jose"
 import { randomUUID } from "node:crypto"
 import * as fs from "node:fs/promises"
-import * as os from "node:os"
 import * as path from "node:path"
-import { copyTemplate, prepareSpare, template } from "./DatabaseTemplate.ts"
+import { openAhead } from "@svc/sql/PgliteOpen"
+import { prepareSpare, template } from "./DatabaseTemplate.ts"
 import { type Fixture, type SeededResources, seed } from "./Fixture.ts"
 import { FakeUpstream, type Upstream } from "./FakeUpstream.ts"
+import { keepCertificate, writeCertificate, writeSigningKey } from "./KitSecrets.ts"
+import { freshRunDir, prepareRunDir, removeRunDir, takeRunDir } from "./WarmDatabase.ts"
 
 /** Options of `SvcTest.layer` / `SvcTest.start`; every one is optional. */
 export interface SvcTestOptions {
@@ -77,22 +81,37 @@ const defaults = {
   outbound: { allow_private_networks: true }
 }
 
-const tempDir = Effect.acquireRelease(
-  Effect.promise(() => fs.mkdtemp(path.join(os.tmpdir(), "svc-test-"))),
-  (dir) => Effect.promise(() => fs.rm(dir, { recursive: true, force: true }))
-)
+/**
+ * This start's directory: the one prepared ahead (its database open or opening), else a fresh
+ * copy of the template whose database starts opening now, while svc's other layers are made.
+ * Removed when the test's svc stops.
+ */
+const runDir = (dbTemplate: string) =>
+  Effect.acquireRelease(
+    Effect.promise(async () => {
+      const prepared = await takeRunDir(dbTemplate)
+      if (prepared !== undefined) return prepared
+      const run = await freshRunDir(dbTemplate)
+      openAhead({ dataDir: run.dataDir })
+      return run
+    }),
+    (run) => Effect.promise(() => removeRunDir(run))
+  )
 
 /** Starts svc in a fresh directory; answers its info (the fixture seeded). */
 const start = (options: SvcTestOptions) =>
   Effect.gen(function* () {
     const upstream = yield* FakeUpstream
-    const dir = yield* tempDir
-    const dbTemplate = yield* template(options.cacheDir ?? path.join(os.tmpdir(), "svc-testing"))
-    yield* Effect.promise(() => copyTemplate(dbTemplate, path.join(dir, ".svc", "db")))
+    const dbTemplate = yield* template(options.cacheDir ?? defaultCacheDir)
+    const { dir } = yield* runDir(dbTemplate)
     const configPath = path.join(dir, "svc.yaml")
     // JSON is YAML: the document goes through the same loader and schema as an operator's file.
     yield* Effect.promise(() => fs.writeFile(configPath, JSON.stringify({ ...defaults, ...options.config })))
     const config = yield* loadConfig({ configPath, cwd: dir, env: {} }).pipe(Effect.orDie)
+    const signingKey = config.auth.signingKey
+    if ("generated" in signingKey) yield* Effect.promise(() => writeSigningKey(signingKey.generated))
+    const selfSigned = options.adminApi === true && config.adminTls.selfSigned
+    if (selfSigned) yield* Effect.promise(() => writeCertificate(config.adminTls))
     const services =
       options.adminApi === true ? (["api", "worker", "admin-api"] as const) : (["api", "worker"] as const)
     const served = yield* Layer.build(Serve.layer(config, services, { migrate: true })).pipe(
@@ -102,7 +121,7 @@ const start = (options: SvcTestOptions) =>
     const port = served.ports.get("api")
     if (port === undefined) return yield* Effect.die(new Error("svc started without an api port"))
     const baseUrl = `http://127.0.0.1:${port}`
-    const signingKey = config.auth.signingKey
+    if (selfSigned) yield* Effect.promise(() => keepCertificate(config.adminTls))
     if (!("generated" in signingKey)) {
       return yield* Effect.die(
         new Error("SvcTest signs tokens with svc's generated key: configure no auth.signing_key")
@@ -122,9 +141,10 @@ const start = (options: SvcTestOptions) =>
     const adminToken = yield* Effect.promise(() => token(config.auth.actors[0]?.external_id ?? "admin"))
     const fixture = typeof options.fixture === "function" ? options.fixture({ upstream }) : (options.fixture ?? {})
     const seeded = yield* Effect.promise(() => seed(baseUrl, adminToken, fixture))
-    // In the background, while the tests run: the next start (this run's next suite, the next run)
-    // renames a ready copy instead of copying. A copy cut short by the process exiting is removed later.
-    yield* Effect.sync(() => void prepareSpare(dbTemplate))
+    // In the background, while the tests run: the next start of this process takes a database
+    // already open, the next run's start renames a ready copy instead of copying. A copy cut short
+    // by the process exiting is removed later.
+    yield* Effect.sync(() => void prepareRunDir(dbTemplate).then(() => prepareSpare(dbTemplate)))
     const adminPort = served.ports.get("admin-api")
     const admin =
       adminPort === undefined
