@@ -22,7 +22,7 @@ if (process.argv[2] === "--child") {
     process.env.SVC_KIT === undefined ? "@svc/testing/SvcTest" : pathToFileURL(process.env.SVC_KIT).href
   )) as typeof import("@svc/testing/SvcTest")
   const importMs = performance.now() - imported
-  const spare = fs.readdirSync(cacheDir).some((name) => name.includes(".spare-"))
+  const spare = fs.existsSync(cacheDir) && fs.readdirSync(cacheDir).some((name) => name.includes(".spare-"))
   const starts: Array<number> = []
   let cpuMs = 0
   // KIT_STARTS=<n>: n starts one after the other in this process (each stopped before the next).
