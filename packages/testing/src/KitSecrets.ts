@@ -48,17 +48,23 @@ const writeSecret = async (file: string, contents: string) => {
   await fs.writeFile(file, contents, { mode: 0o600, flag: "wx" })
 }
 
-/** Writes the process's key pair at svc's generated-key paths (none yet there). */
+const exists = (file: string) =>
+  fs.stat(file).then(
+    () => true,
+    () => false
+  )
+
+/** Writes the process's key pair at svc's generated-key paths, unless a file of the pair is there already (svc's then). */
 export const writeSigningKey = async (paths: { readonly privateKeyPath: string; readonly publicKeyPath: string }) => {
   const pems = await prepareSigningKey()
-  if (pems === undefined) return
+  if (pems === undefined || (await exists(paths.privateKeyPath)) || (await exists(paths.publicKeyPath))) return
   await writeSecret(paths.privateKeyPath, pems.key)
   await writeSecret(paths.publicKeyPath, pems.public)
 }
 
-/** Writes the certificate of an earlier start of the process at svc's self-signed paths, if there was one. */
+/** Writes the certificate of an earlier start of the process at svc's self-signed paths, if there was one and none is there. */
 export const writeCertificate = async (paths: { readonly certPath: string; readonly keyPath: string }) => {
-  if (certificate === undefined) return
+  if (certificate === undefined || (await exists(paths.certPath)) || (await exists(paths.keyPath))) return
   await writeSecret(paths.keyPath, certificate.key)
   await writeSecret(paths.certPath, certificate.public)
 }

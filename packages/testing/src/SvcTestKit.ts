@@ -1,8 +1,8 @@
 /**
  * An in-process svc for a host application's own tests (docs/testing.md): the api service on an
- * ephemeral port with the embedded worker, PGlite in a temporary directory (a copy of a migrated
- * template, prepared by the previous start), the in-memory counter store, a generated signing key, resources
- * seeded from a fixture object and a fake upstream that records what svc sent. It is the very
+ * ephemeral port with the embedded worker, PGlite in a directory of its own under the cache (a
+ * copy of a migrated template, its database opened ahead: `WarmDatabase.ts`), the in-memory
+ * counter store, the process's signing key (`KitSecrets.ts`), resources seeded from a fixture object and a fake upstream that records what svc sent. It is the very
  * composition `svc serve` runs (`@svc/server/Serve`), configured through the real loader.
  *
  * `SvcTest.layer(options)` provides `SvcTest`, `SvcClient` (admin token) and `FakeUpstream`, for
