@@ -3,7 +3,8 @@
  * time"): a run directory `<cacheDir>/run-<pid>-<random>` holding a copy of the migrated template
  * at `.svc/db`, on which PGlite's worker thread is opened ahead (`PgliteOpen.openAhead`), so the
  * next start of the process takes a database that is open or nearly so. One is prepared when the
- * kit is imported (`OpenOnImport.ts`) and one after every start (while that start's tests run). Run directories of processes that no longer run are removed.
+ * kit is imported (`OpenOnImport.ts`) and one after every start (while that start's tests run).
+ * Run directories of processes that no longer run are removed.
  */
 import { closeAhead, openAhead } from "@svc/sql/PgliteOpen"
 import * as fs from "node:fs/promises"
