@@ -87,19 +87,29 @@ const staticImport = /(?:^|[;\n])\s*(?:import|export)\s*(?:[^"'();]*?\sfrom\s*)?
 // CommonJS packages loaded on first use through `createRequire` (Ajv): `require("ajv/dist/2020.js")`,
 // renamed `require$1(…)` by the bundler when the name is taken.
 const requireCall = /\brequire(?:\$\d+)?\(\s*["']([^"'.][^"']*)["']\s*\)/g
+// An entry's own top-level `await import("./chunks/…")` (`@svc/testing/SvcTest` loads the kit so).
+const topLevelImport = /^const \w+ = await import\(["'](\.[^"']+)["']\)/gm
 
 /**
  * The packages a bundle needs: the bare specifiers imported statically (or `require`d on first use)
- * by its entry files and the chunks they import statically. A chunk loaded only by `import()` (S3 blob storage, the gRPC
- * exporter) is left out with its imports: the test kit's configuration never loads it.
+ * by its entry files and the chunks they import statically, or load at the top level of an entry
+ * (`await import(…)`, which every import of the entry runs). A chunk loaded only by `import()` on
+ * demand (S3 blob storage, the gRPC exporter) is left out with its imports: the test kit's
+ * configuration never loads it.
  */
 const neededPackages = (dir: string, entries: ReadonlyArray<string>): ReadonlySet<string> => {
   const found = new Set<string>()
   const seen = new Set<string>()
-  const queue = entries.map((name) => path.join(dir, `${name}.js`))
+  const entryFiles = entries.map((name) => path.join(dir, `${name}.js`))
+  const queue = [...entryFiles]
   for (let file = queue.shift(); file !== undefined; file = queue.shift()) {
     if (seen.has(file)) continue
     seen.add(file)
+    if (entryFiles.includes(file)) {
+      for (const match of fs.readFileSync(file, "utf8").matchAll(topLevelImport)) {
+        queue.push(path.resolve(path.dirname(file), match[1] ?? ""))
+      }
+    }
     for (const match of fs.readFileSync(file, "utf8").matchAll(staticImport)) {
       const specifier = match[1] ?? ""
       if (specifier.startsWith(".")) queue.push(path.resolve(path.dirname(file), specifier))

@@ -8,7 +8,6 @@ import { makeCompiler } from "@effect/sql-pg/PgClient"
 import * as PgTypes from "@effect/sql-pg/PgTypes"
 import { Context, Effect, Layer, Semaphore, Stream } from "effect"
 import type { Scope } from "effect"
-import { Worker } from "node:worker_threads"
 import { Reactivity } from "effect/reactivity"
 import { SqlClient, type SqlConnection, Statement } from "effect/sql"
 import {
@@ -25,8 +24,8 @@ import {
 import * as NameTransforms from "./NameTransforms.ts"
 import { pgliteParsers as parsers } from "./PgliteParsers.ts"
 import { startParams, useBaselineWasmCompiler } from "./PgliteSettings.ts"
+import { post, takeOrOpenThread } from "./PgliteOpen.ts"
 import { extractTemplate, templateFor } from "./PgliteTemplate.ts"
-import type { ThreadRequest, ThreadResponse } from "./PgliteThread.ts"
 
 /** Options of the PGlite client; transforms default to {@link NameTransforms}. */
 export interface PgliteClientConfig {
@@ -304,24 +303,7 @@ export const makeWorker = Effect.fnUntraced(function* (
   yield* Effect.sync(() => useBaselineWasmCompiler())
   const worker = yield* Effect.acquireRelease(
     Effect.tryPromise({
-      try: () =>
-        new Promise<Worker>((resolve, reject) => {
-          const thread = new Worker(new URL("./PgliteThread.ts", import.meta.url), {
-            workerData: { dataDir: config.dataDir, template: templateOf(config) }
-          })
-          const onOpen = (response: ThreadResponse) => {
-            if (response.id !== 0) return
-            thread.off("message", onOpen)
-            thread.off("error", reject)
-            if (response.ok) resolve(thread)
-            else {
-              void thread.terminate()
-              reject(new Error(response.error.message))
-            }
-          }
-          thread.on("message", onOpen)
-          thread.once("error", reject)
-        }),
+      try: () => takeOrOpenThread({ dataDir: config.dataDir, template: templateOf(config) }),
       catch: (cause) => openError(config, cause)
     }),
     (thread) =>
@@ -342,43 +324,6 @@ export const makeWorker = Effect.fnUntraced(function* (
     config
   )
 })
-
-let nextRequest = 1
-const pending = new WeakMap<
-  Worker,
-  Map<number, { resolve: (value: unknown) => void; reject: (error: unknown) => void }>
->()
-
-/** Posts one request to `thread` and answers its result (a failure as an Error with the PostgreSQL code). */
-const post = (thread: Worker, request: Omit<ThreadRequest, "id">): Promise<unknown> => {
-  let waiting = pending.get(thread)
-  if (waiting === undefined) {
-    const map = new Map<number, { resolve: (value: unknown) => void; reject: (error: unknown) => void }>()
-    waiting = map
-    pending.set(thread, map)
-    thread.on("message", (response: ThreadResponse) => {
-      const entry = map.get(response.id)
-      if (entry === undefined) return
-      map.delete(response.id)
-      if (response.ok) entry.resolve(response.result)
-      else entry.reject(Object.assign(new Error(response.error.message), response.error))
-    })
-    const failAll = (error: unknown) => {
-      for (const entry of map.values()) entry.reject(error)
-      map.clear()
-    }
-    thread.on("error", failAll)
-    thread.on("exit", () => failAll(new Error("the PGlite worker thread exited")))
-  }
-  const id = nextRequest++
-  const map = waiting
-  return new Promise((resolve, reject) => {
-    // A message to a thread that is gone (its `threadId` is then -1) would never be answered.
-    if (thread.threadId === -1) return reject(new Error("the PGlite worker thread exited"))
-    map.set(id, { resolve, reject })
-    thread.postMessage({ ...request, id })
-  })
-}
 
 /** Layer providing `SqlClient` over PGlite in a worker thread ({@link makeWorker}). */
 export const layerWorker = (config: PgliteClientConfig): Layer.Layer<SqlClient.SqlClient, SqlError> =>

@@ -21,7 +21,7 @@ import { createRequire } from "node:module"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { createGunzip } from "node:zlib"
-import { useBaselineWasmCompiler } from "./PgliteSettings.ts"
+import { useBaselineWasmCompiler } from "./WasmCompiler.ts"
 
 /** Where the build keeps the template (git-ignored). */
 export const templateDir = fileURLToPath(new URL("../pglite-template/", import.meta.url))

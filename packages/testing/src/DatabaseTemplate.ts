@@ -7,7 +7,7 @@ import * as Migrations from "@svc/sql/Migrations"
 import * as PgliteClient from "@svc/sql/PgliteClient"
 import { Effect, Layer } from "effect"
 import { createHash } from "node:crypto"
-import { constants as fsConstants } from "node:fs"
+import { existsSync, constants as fsConstants } from "node:fs"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 
@@ -34,6 +34,13 @@ const migrateInto = (dataDir: string) =>
     yield* Migrations.migrateMain
     yield* Migrations.migrateAppMetrics
   }).pipe(Effect.provide(PgliteClient.layerWorker({ dataDir }).pipe(Layer.fresh)))
+
+/** The migrated template's directory under `cacheDir` when it exists (undefined: not made yet). */
+export const existingTemplate = (cacheDir: string) =>
+  Effect.map(schemaKey, (key) => {
+    const target = path.join(cacheDir, `pglite-${key}`)
+    return existsSync(path.join(target, "PG_VERSION")) ? target : undefined
+  }).pipe(Effect.orDie)
 
 /**
  * The migrated template's directory under `cacheDir`, created on first use. Concurrent first
@@ -67,8 +74,10 @@ const abandonedAfterMs = 10 * 60 * 1000
  * (a test run ends while its background copy is under way): removed at once instead of after
  * `abandonedAfterMs`, so it does not hold a spare's place.
  */
-const writerGone = (dir: string): boolean => {
-  const pid = Number(/\.copying-(\d+)-[a-z0-9]+$/.exec(dir)?.[1])
+const writerGone = (dir: string): boolean => processGone(Number(/\.copying-(\d+)-[a-z0-9]+$/.exec(dir)?.[1]))
+
+/** Whether `pid` names a process that no longer runs (never this one). */
+export const processGone = (pid: number): boolean => {
   if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid) return false
   try {
     process.kill(pid, 0)
@@ -95,6 +104,8 @@ const spares = async (template: string) => {
  * bytes copied; a rename is atomic, so concurrent starts never share one), else a copy.
  */
 export const copyTemplate = async (template: string, target: string): Promise<void> => {
+  // A rename needs the target's parent: without it every rename failed and every start copied.
+  await fs.mkdir(path.dirname(target), { recursive: true })
   for (const spare of (await spares(template)).ready) {
     try {
       await fs.rename(spare, target)
@@ -119,7 +130,11 @@ export const prepareSpare = async (template: string): Promise<void> => {
       await fs.rm(dir, { recursive: true, force: true })
     } else writing++
   }
-  if (ready.length + writing >= maxSpares) return
+  for (let spare = ready.length + writing; spare < maxSpares; spare++) await writeSpare(template)
+}
+
+/** Writes one spare copy of `template` (under a `.copying-` name, renamed when complete). */
+const writeSpare = async (template: string): Promise<void> => {
   const suffix = `${process.pid}-${Math.random().toString(36).slice(2, 10)}`
   const copying_ = `${template}.copying-${suffix}`
   try {
