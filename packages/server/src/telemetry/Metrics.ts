@@ -200,6 +200,43 @@ export class Instrument {
 }
 
 /**
+ * Values resolved once per combination of three keys (nested maps: no key string, no attribute
+ * object per lookup), e.g. the bound series of a request's method, status and route. Past `cap`
+ * combinations nothing more is kept (`get` then stays undefined for a new one and the caller
+ * resolves it each time), so caller-chosen values cannot grow it without bound.
+ */
+export class TupleCache<T> {
+  private readonly root = new Map<unknown, Map<unknown, Map<unknown, T>>>()
+  private size = 0
+  private readonly cap: number
+  constructor(cap = 4096) {
+    this.cap = cap
+  }
+
+  get(a: unknown, b: unknown, c: unknown): T | undefined {
+    return this.root.get(a)?.get(b)?.get(c)
+  }
+
+  /** Keeps `value` for the keys (unless full); answers `value`. */
+  set(a: unknown, b: unknown, c: unknown, value: T): T {
+    if (this.size >= this.cap) return value
+    let byB = this.root.get(a)
+    if (byB === undefined) {
+      byB = new Map()
+      this.root.set(a, byB)
+    }
+    let byC = byB.get(b)
+    if (byC === undefined) {
+      byC = new Map()
+      byB.set(b, byC)
+    }
+    if (!byC.has(c)) this.size++
+    byC.set(c, value)
+    return value
+  }
+}
+
+/**
  * The instruments of this process over effect's metric registry `registry` (the process's
  * `Metric.MetricRegistry`, shared with every Effect counter).
  */

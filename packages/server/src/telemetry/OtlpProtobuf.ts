@@ -177,7 +177,8 @@ export interface EncodableSpan {
   readonly kindNumber: number
   readonly startNanos: bigint
   readonly endNanos: bigint
-  readonly attributes: ReadonlyMap<string, unknown>
+  /** key, value, key, value… (`Tracing.ExportedSpan.attributeList`). */
+  readonly attributeList: ReadonlyArray<unknown>
   readonly exception: { readonly type: string; readonly message: string } | undefined
   /** Set by the time the span is pushed. */
   readonly statusCode: number | undefined
@@ -226,7 +227,8 @@ export const encodeTraces = (
     w.uint(6, s.kindNumber)
     w.fixed64(7, s.startNanos)
     w.fixed64(8, s.endNanos)
-    for (const [key, value] of s.attributes) writeKeyValue(w, 9, key, value)
+    const list = s.attributeList
+    for (let i = 0; i < list.length; i += 2) writeKeyValue(w, 9, list[i] as string, list[i + 1])
     if (s.exception !== undefined) {
       w.fork(11) // event
       w.fixed64(1, s.endNanos)
