@@ -48,7 +48,21 @@ const spans: ReadonlyArray<EncodableSpan> = [
     kindNumber: 3,
     startNanos: 1_700_000_000_130_000_000n,
     endNanos: 1_700_000_000_200_000_000n,
-    attributeList: ["server.address", "api.example.com", "server.port", 443, "svc.connector_version", 3],
+    attributeList: [
+      "server.address",
+      "api.example.com",
+      "server.port",
+      443,
+      "svc.connector_version",
+      3,
+      // Past the fast paths: non-ASCII text, text of 128 characters and more, a negative integer.
+      "svc.label.team",
+      "équipe ☃",
+      "url.path",
+      `/api/v1/${"x".repeat(300)}`,
+      "svc.offset",
+      -5
+    ],
     exception: undefined,
     statusCode: 0,
     statusMessage: undefined

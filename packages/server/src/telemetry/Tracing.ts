@@ -14,18 +14,24 @@ import { Cause, Context, type Exit, Fiber, Option, Tracer } from "effect"
 import { requestSpanOf } from "./InboundSpans.ts"
 import type { EncodableSpan } from "./OtlpProtobuf.ts"
 
-/** 8 or 16 random bytes as hex digits, drawn from the CSPRNG in 4 KiB blocks. */
+/**
+ * 8 or 16 random bytes as hex digits. The CSPRNG fills 4 KiB at a time, hex-encoded once; an id
+ * is a slice of that text (no native call, no copy per id) and each byte is used once.
+ */
 const pool = Buffer.allocUnsafe(4096)
-let offset = pool.length
+let hexPool = ""
+let hexOffset = 0
 
 export const randomHex = (bytes: 8 | 16): string => {
-  if (offset + bytes > pool.length) {
+  const digits = bytes * 2
+  if (hexOffset + digits > hexPool.length) {
     globalThis.crypto.getRandomValues(pool)
-    offset = 0
+    hexPool = pool.toString("hex")
+    pool.fill(0)
+    hexOffset = 0
   }
-  const out = pool.toString("hex", offset, offset + bytes)
-  pool.fill(0, offset, offset + bytes)
-  offset += bytes
+  const out = hexPool.slice(hexOffset, hexOffset + digits)
+  hexOffset += digits
   return out
 }
 
