@@ -40,8 +40,10 @@ export const routeMatcher = (templates: ReadonlyArray<RouteTemplate>) => {
     path: t.path,
     segments: t.path.split("/")
   }))
-  // Paths repeat (a connection's proxy route): the last few thousand answers are kept.
-  const cache = new Map<string, string | undefined>()
+  // Paths repeat (a connection's proxy route): the last few thousand answers are kept, by method
+  // then path (no key string per lookup; null: no template).
+  const cache = new Map<string, Map<string, string | null>>()
+  let cached = 0
   const find = (method: string, path: string): string | undefined => {
     const segments = path.split("/")
     for (const t of compiled) {
@@ -60,11 +62,21 @@ export const routeMatcher = (templates: ReadonlyArray<RouteTemplate>) => {
     return undefined
   }
   return (method: string, path: string): string | undefined => {
-    const key = `${method} ${path}`
-    if (cache.has(key)) return cache.get(key)
+    let byPath = cache.get(method)
+    const known = byPath?.get(path)
+    if (known !== undefined) return known ?? undefined
     const found = find(method, path)
-    if (cache.size >= 4096) cache.clear()
-    cache.set(key, found)
+    if (cached >= 4096) {
+      cache.clear()
+      cached = 0
+      byPath = undefined
+    }
+    if (byPath === undefined) {
+      byPath = new Map()
+      cache.set(method, byPath)
+    }
+    byPath.set(path, found ?? null)
+    cached++
     return found
   }
 }

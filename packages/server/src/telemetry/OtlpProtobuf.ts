@@ -15,9 +15,13 @@ const scratch64 = new BigUint64Array(1)
 const scratch8 = new Uint8Array(scratch64.buffer)
 const littleEndian = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1
 
-/** The value of a hex digit's char code; -1 for anything else. */
-const hexValue = (c: number): number =>
-  c >= 48 && c <= 57 ? c - 48 : c >= 97 && c <= 102 ? c - 87 : c >= 65 && c <= 70 ? c - 55 : -1
+/** The value of each hex digit by char code (below 128); -1 for anything else. */
+const hexDigits = new Int8Array(128).fill(-1)
+for (let i = 0; i < 10; i++) hexDigits[48 + i] = i
+for (let i = 0; i < 6; i++) {
+  hexDigits[97 + i] = 10 + i
+  hexDigits[65 + i] = 10 + i
+}
 
 export class ProtoWriter {
   private buf: Buffer
@@ -111,10 +115,10 @@ export class ProtoWriter {
     const buf = this.buf
     let at = this.pos
     for (let i = 0; i < hex.length; i += 2) {
-      const high = hexValue(hex.charCodeAt(i))
-      const low = hexValue(hex.charCodeAt(i + 1))
-      if (high < 0 || low < 0) {
-        // Not lowercase/uppercase hex digits: Buffer's decoder decides, as before.
+      const high = hexDigits[hex.charCodeAt(i) & 127] as number
+      const low = hexDigits[hex.charCodeAt(i + 1) & 127] as number
+      if ((high | low) < 0) {
+        // Not hex digits: Buffer's decoder decides, as before.
         this.pos += this.buf.write(hex, this.pos, "hex")
         return
       }
@@ -127,12 +131,7 @@ export class ProtoWriter {
   bytes(src: Uint8Array): void {
     const n = src.length
     this.ensure(n)
-    if (n > 64) this.buf.set(src, this.pos)
-    else {
-      const buf = this.buf
-      const at = this.pos
-      for (let i = 0; i < n; i++) buf[at + i] = src[i] as number
-    }
+    this.buf.set(src, this.pos)
     this.pos += n
   }
 
