@@ -23,7 +23,7 @@ import { BadRequest, ServiceUnavailable } from "@svc/domain/Errors"
 import type { AuthenticatedActor } from "@svc/domain/http/Security"
 import { LabelConflict, labelSnapshot } from "@svc/domain/Proxy"
 import type { RequestEventRateLimit } from "@svc/domain/RequestEvent"
-import { Cause, type Context, Effect, Exit, Tracer } from "effect"
+import { Cause, Context, Effect, Exit, Tracer } from "effect"
 import { BodyCapture, captureBuffered, captureSkipped, SkipReason } from "../events/BodyCapture.ts"
 import type { RecordedHeaders } from "../events/Recordings.ts"
 import { CredentialInjectionError, type InjectedRequest, injectCredentials } from "../outbound/CredentialInjection.ts"
@@ -115,17 +115,24 @@ export const makeExchange = (deps: ExchangeDeps): Exchange => {
   const cap = events.recordingCap
   const runFork = Effect.runForkWith(deps.context)
 
-  /** Runs a boundary effect: its exit now when it completes synchronously, else when it does. */
+  /**
+   * Runs a boundary effect: its exit now when it completes synchronously, else when it does.
+   * `context`: the services with the request's span as parent (`contextOf`), one per exchange.
+   */
   const runNow = <A>(
     effect: Effect.Effect<A>,
-    parent: Tracer.AnySpan | undefined,
+    context: Context.Context<never> | undefined,
     then: (exit: Exit.Exit<A>) => void
   ) => {
-    const fiber = runFork(parent === undefined ? effect : Effect.provideService(effect, Tracer.ParentSpan, parent))
+    const fiber = context === undefined ? runFork(effect) : Effect.runForkWith(context)(effect)
     const exit = fiber.pollUnsafe()
     if (exit !== undefined) then(exit)
     else fiber.addObserver(then)
   }
+
+  /** The services with `parent` as the parent span (telemetry on): built once, shared by the exchange's effects. */
+  const contextOf = (parent: Tracer.AnySpan | undefined) =>
+    parent === undefined ? undefined : Context.add(deps.context, Tracer.ParentSpan, parent)
 
   /** Stage: the event of a request that went upstream (`status` undefined: no answer). */
   const record = (
@@ -174,6 +181,7 @@ export const makeExchange = (deps: ExchangeDeps): Exchange => {
     private readonly request: R
     private readonly reply: Reply<U>
     private readonly parent: Tracer.AnySpan | undefined
+    private readonly context: Context.Context<never> | undefined
 
     constructor(
       leg: Leg<R, U>,
@@ -189,6 +197,7 @@ export const makeExchange = (deps: ExchangeDeps): Exchange => {
       this.request = request
       this.reply = reply
       this.parent = parent
+      this.context = contextOf(parent)
     }
 
     /** The caller went away: before the outcome, the upstream exchange is cancelled and the slot given back. */
@@ -218,7 +227,7 @@ export const makeExchange = (deps: ExchangeDeps): Exchange => {
       }
       // Stage: the request event, opened (the request log, outermost).
       this.start = events.start({ target, actorId: this.actor.id, method: request.method, url: request.url, labels })
-      runNow(stages.limit(this.start), this.parent, (exit) => {
+      runNow(stages.limit(this.start), this.context, (exit) => {
         if (Exit.isFailure(exit)) this.broken(exit.cause)
         else this.limited(exit.value)
       })
@@ -315,7 +324,7 @@ export const makeExchange = (deps: ExchangeDeps): Exchange => {
       const start = this.start as ExchangeStart
       const { request, captures, rateLimit, target } = this
       const release = this.release as Release
-      runNow(stages.answered(start, answer.status, answer.headers), this.parent, () => {})
+      runNow(stages.answered(start, answer.status, answer.headers), this.context, () => {})
       let settled = false
       const settle = (error: string | undefined) => {
         if (settled) return
@@ -326,7 +335,7 @@ export const makeExchange = (deps: ExchangeDeps): Exchange => {
       this.leg.whenOver(answer, settle)
       if (answer.status === 401 && request.replayable && !this.retried && refreshable(target)) {
         // An OAuth2 token the upstream refused: one refresh (single flight), one retry.
-        runNow(targets.afterUnauthorized(target), this.parent, (exit) => {
+        runNow(targets.afterUnauthorized(target), this.context, (exit) => {
           const renewed = Exit.isSuccess(exit) ? exit.value : undefined
           if (renewed === undefined || this.abandoned) return this.relay(answer)
           settle(undefined)

@@ -13,10 +13,18 @@
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { Tracer } from "effect"
 import type { ResolvedTelemetry } from "../config/TelemetryConfig.ts"
-import type { AttributeValue, BoundInstrument, Meter } from "./Metrics.ts"
+import { type AttributeValue, type BoundInstrument, type Meter, TupleCache } from "./Metrics.ts"
 import { inboundSpanOf, type InboundRecord, records } from "./InboundSpans.ts"
 import { instruments } from "./Telemetry.ts"
-import { nowNanos, parseTraceparent, randomHex, StatusCode, type SvcTracer } from "./Tracing.ts"
+import {
+  type ExportedSpan,
+  httpSpanName,
+  nowNanos,
+  parseTraceparent,
+  randomHex,
+  StatusCode,
+  type SvcTracer
+} from "./Tracing.ts"
 import { Exit } from "effect"
 
 /** An endpoint template: method and path with `:param` segments. */
@@ -32,8 +40,10 @@ export const routeMatcher = (templates: ReadonlyArray<RouteTemplate>) => {
     path: t.path,
     segments: t.path.split("/")
   }))
-  // Paths repeat (a connection's proxy route): the last few thousand answers are kept.
-  const cache = new Map<string, string | undefined>()
+  // Paths repeat (a connection's proxy route): the last few thousand answers are kept, by method
+  // then path (no key string per lookup; null: no template).
+  const cache = new Map<string, Map<string, string | null>>()
+  let cached = 0
   const find = (method: string, path: string): string | undefined => {
     const segments = path.split("/")
     for (const t of compiled) {
@@ -52,11 +62,21 @@ export const routeMatcher = (templates: ReadonlyArray<RouteTemplate>) => {
     return undefined
   }
   return (method: string, path: string): string | undefined => {
-    const key = `${method} ${path}`
-    if (cache.has(key)) return cache.get(key)
+    let byPath = cache.get(method)
+    const known = byPath?.get(path)
+    if (known !== undefined) return known ?? undefined
     const found = find(method, path)
-    if (cache.size >= 4096) cache.clear()
-    cache.set(key, found)
+    if (cached >= 4096) {
+      cache.clear()
+      cached = 0
+      byPath = undefined
+    }
+    if (byPath === undefined) {
+      byPath = new Map()
+      cache.set(method, byPath)
+    }
+    byPath.set(path, found ?? null)
+    cached++
     return found
   }
 }
@@ -171,6 +191,59 @@ export const makeInbound = (options: {
     return bound
   }
 
+  // `http.server.request.duration` by method, status and route, resolved once per combination.
+  const durations = new TupleCache<BoundInstrument>()
+  const durationOf = (method: string, status: number, template: string | undefined): BoundInstrument | undefined => {
+    if (m === undefined) return undefined
+    const known = durations.get(method, status, template)
+    if (known !== undefined) return known
+    const attributes: Record<string, AttributeValue> = {
+      "http.request.method": method,
+      "http.response.status_code": status,
+      "svc.service": service
+    }
+    if (template !== undefined) attributes["http.route"] = template
+    return durations.set(method, status, template, m.serverDuration.bind(attributes))
+  }
+
+  /** The answer is over (one listener for every response: the request's state is its record). */
+  function onClose(this: ServerResponse) {
+    const record = records.get(this.req) as Tracked | undefined
+    if (record === undefined) return
+    const { span, method, path } = record
+    const status = this.statusCode
+    const durationMs = performance.now() - record.started
+    // A path no route declares (404s included) gets no route: it would be caller-chosen text.
+    const template = status === 404 ? undefined : route(method, path)
+    if (span !== undefined) {
+      if (template !== undefined) span.attribute("http.route", template)
+      span.attribute("http.response.status_code", status)
+      if (!this.writableFinished) span.attribute("error.type", "connection_closed")
+      // spec 7: 5xx sets the server span in error, 4xx leaves it unset.
+      if (status >= 500) {
+        span.attribute("error.type", String(status))
+        span.statusCode = StatusCode.Error
+      } else span.statusCode = StatusCode.Unset
+      span.end(nowNanos(), Exit.void)
+    }
+    if (record.active !== undefined) {
+      record.active.add(-1)
+      durationOf(method, status, template)?.record(durationMs / 1000)
+    }
+    accessLog?.({
+      service,
+      method,
+      path,
+      route: template,
+      status,
+      durationMs,
+      actorId: record.actorId,
+      requestId: record.requestId,
+      traceId: span?.sampled ? span.traceId : undefined,
+      spanId: span?.sampled ? span.spanId : undefined
+    })
+  }
+
   const onRequest = (request: IncomingMessage, response: ServerResponse) => {
     const requestId = ensureRequestId(request, response)
     if (!active) return
@@ -179,61 +252,50 @@ export const makeInbound = (options: {
     if (excluded && accessLog === undefined) return
     const method = request.method ?? "GET"
     const started = performance.now()
-    const traced = excluded ? undefined : tracer
-    const span = traced?.start(`HTTP ${method}`, "server", parseTraceparent(firstOf(request.headers.traceparent)), {
-      "http.request.method": method,
-      "url.path": path,
-      "svc.service": service
-    })
-    const record: InboundRecord = { span, actorId: undefined }
+    let span: ExportedSpan | undefined
+    if (tracer !== undefined && !excluded) {
+      span = tracer.start(httpSpanName(method), "server", parseTraceparent(firstOf(request.headers.traceparent)))
+      span.attribute("http.request.method", method)
+      span.attribute("url.path", path)
+      span.attribute("svc.service", service)
+    }
+    const record = new Tracked(span, method, path, requestId, started, excluded ? undefined : activeOf(method))
     records.set(request, record)
-    const activeCount = excluded ? undefined : activeOf(method)
-    activeCount?.add(1)
-    response.once("close", () => {
-      const status = response.statusCode
-      const durationMs = performance.now() - started
-      // A path no route declares (404s included) gets no route: it would be caller-chosen text.
-      const template = status === 404 ? undefined : route(method, path)
-      if (span !== undefined) {
-        if (template !== undefined) span.attribute("http.route", template)
-        span.attribute("http.response.status_code", status)
-        if (!response.writableFinished) span.attribute("error.type", "connection_closed")
-        // spec 7: 5xx sets the server span in error, 4xx leaves it unset.
-        if (status >= 500) {
-          span.attribute("error.type", String(status))
-          span.statusCode = StatusCode.Error
-        } else span.statusCode = StatusCode.Unset
-        span.end(nowNanos(), Exit.void)
-      }
-      if (m !== undefined && activeCount !== undefined) {
-        activeCount.add(-1)
-        const attributes: Record<string, AttributeValue> = {
-          "http.request.method": method,
-          "http.response.status_code": status,
-          "svc.service": service
-        }
-        if (template !== undefined) attributes["http.route"] = template
-        m.serverDuration.record(durationMs / 1000, attributes)
-      }
-      accessLog?.({
-        service,
-        method,
-        path,
-        route: template,
-        status,
-        durationMs,
-        actorId: record.actorId,
-        requestId,
-        traceId: span?.sampled ? span.traceId : undefined,
-        spanId: span?.sampled ? span.spanId : undefined
-      })
-    })
+    record.active?.add(1)
+    response.on("close", onClose)
   }
 
   return {
     onRequest,
     spanOf: inboundSpanOf,
     noteActor: noteInboundActor
+  }
+}
+
+/** What is kept of one inbound request until its answer is over. */
+class Tracked implements InboundRecord {
+  actorId: string | undefined = undefined
+  readonly span: ExportedSpan | undefined
+  readonly method: string
+  readonly path: string
+  readonly requestId: string
+  readonly started: number
+  /** `http.server.active_requests` of its method; undefined: no metric for this request. */
+  readonly active: BoundInstrument | undefined
+  constructor(
+    span: ExportedSpan | undefined,
+    method: string,
+    path: string,
+    requestId: string,
+    started: number,
+    active: BoundInstrument | undefined
+  ) {
+    this.span = span
+    this.method = method
+    this.path = path
+    this.requestId = requestId
+    this.started = started
+    this.active = active
   }
 }
 

@@ -14,7 +14,18 @@ export interface InboundRecord {
   actorId: string | undefined
 }
 
-export const records = new WeakMap<IncomingMessage, InboundRecord>()
+/** Where a request's record is kept: a property of the request itself (no WeakMap entry per request). */
+const recordKey = Symbol("svc.inboundRecord")
+
+type Holder = { [recordKey]?: InboundRecord }
+
+/** The record of each tracked inbound request. */
+export const records = {
+  get: (request: IncomingMessage): InboundRecord | undefined => (request as Holder)[recordKey],
+  set: (request: IncomingMessage, record: InboundRecord): void => {
+    ;(request as Holder)[recordKey] = record
+  }
+}
 
 /** The span of `request` if some service of this process traced it. */
 export const inboundSpanOf = (request: IncomingMessage): Tracer.Span | undefined => records.get(request)?.span

@@ -39,4 +39,21 @@ describe("Instrument series", () => {
     const values = Object.fromEntries(meter.series("t.active").map((s) => [s.attributes.method, s.value]))
     expect(values).toEqual({ GET: 2, PUT: 1 })
   })
+
+  it("records a bound histogram and counter in the registry's series, shared with unbound updates", () => {
+    const meter = new Meter()
+    const hist = meter.instrument({ name: "t.bound", description: "d", unit: "s", kind: "histogram" }, [1])
+    const counter = meter.instrument({ name: "t.count", description: "c", unit: "1", kind: "counter" })
+    const bound = hist.bind({ method: "GET", status: 200 })
+    bound.record(0.5)
+    hist.record(2, { method: "GET", status: "200" })
+    bound.record(0.25)
+    counter.bind({ result: "ok" }).add(2)
+    counter.add(1, { result: "ok" })
+    expect(meter.series("t.bound")).toEqual([{ attributes: { method: "GET", status: "200" }, value: 2.75, count: 3 }])
+    expect(meter.series("t.count")).toEqual([{ attributes: { result: "ok" }, value: 3, count: 0 }])
+    // Prometheus and OTLP read the same registry: the bound updates are in effect's snapshot.
+    const snapshot = meter.snapshot().filter((m) => m.id === "t.bound")
+    expect(snapshot).toHaveLength(1)
+  })
 })

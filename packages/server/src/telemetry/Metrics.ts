@@ -102,6 +102,18 @@ export interface BoundInstrument {
   readonly record: (n: number) => void
 }
 
+/**
+ * The hooks of `handle`'s series in the registry of `context`, resolved (and the series
+ * registered) now. effect's `updateUnsafe` finds them on every update (the metric's key, two
+ * context lookups, a registry lookup); a bound series keeps them, which holds because a series,
+ * once registered, is never removed from the registry (svc removes none). Undefined when the
+ * metric does not expose `hook` (then the bound series updates through `updateUnsafe`).
+ */
+const hooksOf = (handle: Handle, context: Context.Context<never>): Metric.Metric.Hooks<number, unknown> | undefined => {
+  const hook = (handle as { readonly hook?: unknown }).hook
+  return typeof hook === "function" ? (hook.call(handle, context) as Metric.Metric.Hooks<number, unknown>) : undefined
+}
+
 /** A node of `Instrument.at`'s walk: attribute key → value → node, and the handle of the set ending here. */
 type PathNode = Map<unknown, unknown>
 const handleSlot = Symbol("handle")
@@ -182,9 +194,16 @@ export class Instrument {
     const handle = this.at(attributes)
     const context = this.context
     const updown = this.info.kind === "updown"
+    const hooks = hooksOf(handle, context)
+    if (hooks === undefined) {
+      return {
+        add: updown ? (n) => handle.modifyUnsafe(n, context) : (n) => handle.updateUnsafe(n, context),
+        record: (n) => handle.updateUnsafe(n, context)
+      }
+    }
     return {
-      add: updown ? (n) => handle.modifyUnsafe(n, context) : (n) => handle.updateUnsafe(n, context),
-      record: (n) => handle.updateUnsafe(n, context)
+      add: updown ? (n) => hooks.modify(n, context) : (n) => hooks.update(n, context),
+      record: (n) => hooks.update(n, context)
     }
   }
 
@@ -196,6 +215,43 @@ export class Instrument {
   /** histogram: one observation. */
   record(n: number, attributes: Attributes): void {
     this.at(attributes).updateUnsafe(n, this.context)
+  }
+}
+
+/**
+ * Values resolved once per combination of three keys (nested maps: no key string, no attribute
+ * object per lookup), e.g. the bound series of a request's method, status and route. Past `cap`
+ * combinations nothing more is kept (`get` then stays undefined for a new one and the caller
+ * resolves it each time), so caller-chosen values cannot grow it without bound.
+ */
+export class TupleCache<T> {
+  private readonly root = new Map<unknown, Map<unknown, Map<unknown, T>>>()
+  private size = 0
+  private readonly cap: number
+  constructor(cap = 4096) {
+    this.cap = cap
+  }
+
+  get(a: unknown, b: unknown, c: unknown): T | undefined {
+    return this.root.get(a)?.get(b)?.get(c)
+  }
+
+  /** Keeps `value` for the keys (unless full); answers `value`. */
+  set(a: unknown, b: unknown, c: unknown, value: T): T {
+    if (this.size >= this.cap) return value
+    let byB = this.root.get(a)
+    if (byB === undefined) {
+      byB = new Map()
+      this.root.set(a, byB)
+    }
+    let byC = byB.get(b)
+    if (byC === undefined) {
+      byC = new Map()
+      byB.set(b, byC)
+    }
+    if (!byC.has(c)) this.size++
+    byC.set(c, value)
+    return value
   }
 }
 

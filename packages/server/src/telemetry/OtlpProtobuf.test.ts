@@ -24,13 +24,18 @@ const spans: ReadonlyArray<EncodableSpan> = [
     kindNumber: 2,
     startNanos: 1_700_000_000_123_456_789n,
     endNanos: 1_700_000_000_223_456_789n,
-    attributes: new Map<string, unknown>([
-      ["http.request.method", "POST"],
-      ["http.response.status_code", 502],
-      ["svc.ratio", 0.25],
-      ["svc.flag", true],
-      ["url.path", "/api/v1/connections/cxn_1/_proxy_raw"]
-    ]),
+    attributeList: [
+      "http.request.method",
+      "POST",
+      "http.response.status_code",
+      502,
+      "svc.ratio",
+      0.25,
+      "svc.flag",
+      true,
+      "url.path",
+      "/api/v1/connections/cxn_1/_proxy_raw"
+    ],
     exception: { type: "UpstreamError", message: "upstream answered 502" },
     statusCode: 2,
     statusMessage: "upstream answered 502"
@@ -43,16 +48,32 @@ const spans: ReadonlyArray<EncodableSpan> = [
     kindNumber: 3,
     startNanos: 1_700_000_000_130_000_000n,
     endNanos: 1_700_000_000_200_000_000n,
-    attributes: new Map<string, unknown>([
-      ["server.address", "api.example.com"],
-      ["server.port", 443],
-      ["svc.connector_version", 3]
-    ]),
+    attributeList: [
+      "server.address",
+      "api.example.com",
+      "server.port",
+      443,
+      "svc.connector_version",
+      3,
+      // Past the fast paths: non-ASCII text, text of 128 characters and more, a negative integer.
+      "svc.label.team",
+      "équipe ☃",
+      "url.path",
+      `/api/v1/${"x".repeat(300)}`,
+      "svc.offset",
+      -5
+    ],
     exception: undefined,
     statusCode: 0,
     statusMessage: undefined
   }
 ]
+
+const pairs = (list: ReadonlyArray<unknown>): Array<readonly [string, unknown]> => {
+  const out: Array<readonly [string, unknown]> = []
+  for (let i = 0; i < list.length; i += 2) out.push([list[i] as string, list[i + 1]])
+  return out
+}
 
 /** The same spans as effect's tracer hands them to its serializer. */
 const traceData = (): OtlpTracer.TraceData => ({
@@ -70,7 +91,7 @@ const traceData = (): OtlpTracer.TraceData => ({
             kind: s.kindNumber,
             startTimeUnixNano: String(s.startNanos),
             endTimeUnixNano: String(s.endNanos),
-            attributes: keyValues(s.attributes),
+            attributes: keyValues(pairs(s.attributeList)),
             droppedAttributesCount: 0,
             events:
               s.exception === undefined

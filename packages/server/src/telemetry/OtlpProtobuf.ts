@@ -15,6 +15,14 @@ const scratch64 = new BigUint64Array(1)
 const scratch8 = new Uint8Array(scratch64.buffer)
 const littleEndian = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1
 
+/** The value of each hex digit by char code (below 128); -1 for anything else. */
+const hexDigits = new Int8Array(128).fill(-1)
+for (let i = 0; i < 10; i++) hexDigits[48 + i] = i
+for (let i = 0; i < 6; i++) {
+  hexDigits[97 + i] = 10 + i
+  hexDigits[65 + i] = 10 + i
+}
+
 export class ProtoWriter {
   private buf: Buffer
   private pos = 0
@@ -72,8 +80,28 @@ export class ProtoWriter {
   }
 
   string(field: number, s: string): void {
-    const n = Buffer.byteLength(s)
     this.tag(field, 2)
+    // Short ASCII text (names, keys, ids, methods: nearly every string here) is copied in JS, its
+    // length one byte; anything else goes through Buffer's UTF-8 encoder.
+    const length = s.length
+    if (length < 128) {
+      this.ensure(length + 1)
+      const buf = this.buf
+      const start = this.pos
+      let at = start + 1
+      let i = 0
+      for (; i < length; i++) {
+        const c = s.charCodeAt(i)
+        if (c >= 0x80) break
+        buf[at++] = c
+      }
+      if (i === length) {
+        buf[start] = length
+        this.pos = at
+        return
+      }
+    }
+    const n = Buffer.byteLength(s)
     this.raw(n)
     this.ensure(n)
     this.pos += this.buf.write(s, this.pos, "utf8")
@@ -84,7 +112,27 @@ export class ProtoWriter {
     this.tag(field, 2)
     this.raw(n)
     this.ensure(n)
-    this.pos += this.buf.write(hex, this.pos, "hex")
+    const buf = this.buf
+    let at = this.pos
+    for (let i = 0; i < hex.length; i += 2) {
+      const high = hexDigits[hex.charCodeAt(i) & 127] as number
+      const low = hexDigits[hex.charCodeAt(i + 1) & 127] as number
+      if ((high | low) < 0) {
+        // Not hex digits: Buffer's decoder decides, as before.
+        this.pos += this.buf.write(hex, this.pos, "hex")
+        return
+      }
+      buf[at++] = (high << 4) | low
+    }
+    this.pos = at
+  }
+
+  /** Bytes written as they are (an encoding made earlier by a writer). */
+  bytes(src: Uint8Array): void {
+    const n = src.length
+    this.ensure(n)
+    this.buf.set(src, this.pos)
+    this.pos += n
   }
 
   fixed64(field: number, v: bigint): void {
@@ -177,7 +225,8 @@ export interface EncodableSpan {
   readonly kindNumber: number
   readonly startNanos: bigint
   readonly endNanos: bigint
-  readonly attributes: ReadonlyMap<string, unknown>
+  /** key, value, key, value… (`Tracing.ExportedSpan.attributeList`). */
+  readonly attributeList: ReadonlyArray<unknown>
   readonly exception: { readonly type: string; readonly message: string } | undefined
   /** Set by the time the span is pushed. */
   readonly statusCode: number | undefined
@@ -199,6 +248,44 @@ const resourceAttributes = (w: ProtoWriter, attributes: ReadonlyArray<KeyValue>)
 }
 
 const traceWriter = new ProtoWriter()
+
+/**
+ * The encoded span attribute (field 9, a `KeyValue`) of a key and a primitive value: attributes
+ * repeat (method, service, connector, connection, route, status), so each pair is encoded once
+ * and then copied. At most `keyValueCap` pairs are kept; a full cache starts over (the pairs in
+ * use come back at once, rare ones such as caller paths do not pile up).
+ */
+const keyValueCap = 4096
+const keyValues = new Map<string, Map<unknown, Uint8Array>>()
+let keyValueCount = 0
+const keyValueWriter = new ProtoWriter(Buffer.allocUnsafe(1024))
+
+const writeAttribute = (w: ProtoWriter, key: string, value: unknown): void => {
+  const type = typeof value
+  if ((type !== "string" || (value as string).length > 256) && type !== "number" && type !== "boolean") {
+    writeKeyValue(w, 9, key, value)
+    return
+  }
+  let byValue = keyValues.get(key)
+  let bytes = byValue?.get(value)
+  if (bytes === undefined) {
+    if (keyValueCount >= keyValueCap) {
+      keyValues.clear()
+      keyValueCount = 0
+      byValue = undefined
+    }
+    if (byValue === undefined) {
+      byValue = new Map()
+      keyValues.set(key, byValue)
+    }
+    keyValueWriter.reset()
+    writeKeyValue(keyValueWriter, 9, key, value)
+    bytes = keyValueWriter.finish()
+    byValue.set(value, bytes)
+    keyValueCount++
+  }
+  w.bytes(bytes)
+}
 
 /** `ExportTraceServiceRequest` of `spans` under one resource and scope. */
 export const encodeTraces = (
@@ -226,7 +313,8 @@ export const encodeTraces = (
     w.uint(6, s.kindNumber)
     w.fixed64(7, s.startNanos)
     w.fixed64(8, s.endNanos)
-    for (const [key, value] of s.attributes) writeKeyValue(w, 9, key, value)
+    const list = s.attributeList
+    for (let i = 0; i < list.length; i += 2) writeAttribute(w, list[i] as string, list[i + 1])
     if (s.exception !== undefined) {
       w.fork(11) // event
       w.fixed64(1, s.endNanos)

@@ -22,7 +22,8 @@ import {
   taskDurationBoundaries
 } from "./Metrics.ts"
 import { type Labels, LabelProjection } from "./LabelProjection.ts"
-import { type ExportedSpan, nowNanos, StatusCode, type SvcTracer, traceparentOf } from "./Tracing.ts"
+import { makeStartOutbound } from "./OutboundCalls.ts"
+import { nowNanos, StatusCode, type SvcTracer } from "./Tracing.ts"
 
 /** An outbound call svc makes for a connection (the proxy, probes, OAuth2 endpoints). */
 export interface OutboundCall {
@@ -241,8 +242,6 @@ export type Instruments = ReturnType<typeof instruments>
 
 const noLayers: ReadonlyArray<Labels> = []
 
-const secondsSince = (start: number) => (performance.now() - start) / 1000
-
 /**
  * The live telemetry over `tracer` (undefined: traces off) and `store` (undefined: metrics off),
  * with the label rules and the outbound propagation default of `settings`.
@@ -261,57 +260,7 @@ export const makeTelemetry = (
   )
   const m = store === undefined ? undefined : instruments(store)
 
-  const startOutbound = (call: OutboundCall): OutboundSpan => {
-    const layers = [call.connectorLabels, call.connectionLabels, call.requestLabels]
-    const started = performance.now()
-    let span: ExportedSpan | undefined
-    if (tracer !== undefined) {
-      const attributes: Record<string, AttributeValue> = {
-        "http.request.method": call.method,
-        "server.address": call.url.hostname,
-        "svc.request.type": call.requestType,
-        "svc.namespace": call.namespace,
-        "svc.connector_id": call.connectorId,
-        "svc.connector_version": call.connectorVersion,
-        "svc.connection_id": call.connectionId
-      }
-      if (call.url.port !== "") attributes["server.port"] = Number(call.url.port)
-      labels.spanAttributes(layers, attributes)
-      span = tracer.start(`HTTP ${call.method}`, "client", call.parent, attributes)
-    }
-    const propagate = call.propagateTraceContext ?? settings.injectOutboundDefault
-    let ended = false
-    return {
-      traceparent: span !== undefined && propagate ? traceparentOf(span) : undefined,
-      end: (outcome) => {
-        if (ended) return
-        ended = true
-        if (span !== undefined) {
-          if (outcome.status !== undefined) {
-            span.attribute("http.response.status_code", outcome.status)
-            if (outcome.status >= 400) span.attribute("error.type", String(outcome.status))
-            span.statusCode = outcome.status >= 500 ? StatusCode.Error : StatusCode.Unset
-          } else {
-            span.attribute("error.type", outcome.error ?? "_OTHER")
-            span.statusCode = StatusCode.Error
-          }
-          span.end(tracerNow(), successExit)
-        }
-        if (m !== undefined) {
-          const attributes: Record<string, AttributeValue> = {
-            "http.request.method": call.method,
-            "svc.request.type": call.requestType
-          }
-          if (outcome.status !== undefined) attributes["http.response.status_code"] = outcome.status
-          else attributes["error.type"] = outcome.error ?? "_OTHER"
-          labels.metricAttributes(layers, attributes)
-          m.clientDuration.record(secondsSince(started), attributes)
-          if (call.requestBodySize !== undefined) m.clientRequestSize.record(call.requestBodySize, attributes)
-          if (outcome.responseBodySize !== undefined) m.clientResponseSize.record(outcome.responseBodySize, attributes)
-        }
-      }
-    }
-  }
+  const startOutbound = makeStartOutbound(settings, tracer, m, labels)
 
   const counted =
     (instrument: ((m: Instruments) => Instrument) | undefined, key: string) =>

@@ -14,18 +14,24 @@ import { Cause, Context, type Exit, Fiber, Option, Tracer } from "effect"
 import { requestSpanOf } from "./InboundSpans.ts"
 import type { EncodableSpan } from "./OtlpProtobuf.ts"
 
-/** 8 or 16 random bytes as hex digits, drawn from the CSPRNG in 4 KiB blocks. */
+/**
+ * 8 or 16 random bytes as hex digits. The CSPRNG fills 4 KiB at a time, hex-encoded once; an id
+ * is a slice of that text (no native call, no copy per id) and each byte is used once.
+ */
 const pool = Buffer.allocUnsafe(4096)
-let offset = pool.length
+let hexPool = ""
+let hexOffset = 0
 
 export const randomHex = (bytes: 8 | 16): string => {
-  if (offset + bytes > pool.length) {
+  const digits = bytes * 2
+  if (hexOffset + digits > hexPool.length) {
     globalThis.crypto.getRandomValues(pool)
-    offset = 0
+    hexPool = pool.toString("hex")
+    pool.fill(0)
+    hexOffset = 0
   }
-  const out = pool.toString("hex", offset, offset + bytes)
-  pool.fill(0, offset, offset + bytes)
-  offset += bytes
+  const out = hexPool.slice(hexOffset, hexOffset + digits)
+  hexOffset += digits
   return out
 }
 
@@ -90,22 +96,27 @@ const failureOf = (exit: Exit.Exit<unknown, unknown>): { type: string; message: 
   return first === undefined ? undefined : { type: first.name, message: first.message }
 }
 
-/** A span exported over OTLP. */
+const noLinks: ReadonlyArray<Tracer.SpanLink> = []
+
+/**
+ * A span exported over OTLP. Cheap to start and end on the data plane (two per proxied request):
+ * attributes are a flat list (key, value, key, value…), the parent, `status` and the `attributes`
+ * map of effect's `Span` interface are built only when something reads them, links only when added.
+ */
 export class ExportedSpan implements Tracer.Span, EncodableSpan {
   readonly _tag = "Span"
   readonly traceId: string
   readonly spanId: string
-  readonly attributes = new Map<string, unknown>()
-  readonly links: Array<Tracer.SpanLink>
-  status: Tracer.SpanStatus
+  /** Attributes as key, value, key, value…, in the order first set (a key set again keeps its place). */
+  readonly attributeList: Array<unknown> = []
   /** Set by svc's own instrumentation; undefined: derived from the exit. */
   statusCode: StatusCode | undefined = undefined
   statusMessage: string | undefined = undefined
   exception: { readonly type: string; readonly message: string } | undefined = undefined
-  startNanos: bigint
+  readonly startNanos: bigint
   endNanos = 0n
   readonly name: string
-  readonly parent: Option.Option<Tracer.AnySpan>
+  readonly parentSpan: Tracer.AnySpan | undefined
   readonly parentSpanId: string | undefined
   readonly annotations: Context.Context<never>
   readonly kind: Tracer.SpanKind
@@ -119,13 +130,16 @@ export class ExportedSpan implements Tracer.Span, EncodableSpan {
    * starts; it is then never exported and its children hang from its parent.
    */
   dropped = false
+  private exit: Exit.Exit<unknown, unknown> | undefined = undefined
+  private linkList: Array<Tracer.SpanLink> | undefined
+  private statusCache: Tracer.SpanStatus | undefined = undefined
   private readonly sink: SpanSink
 
   constructor(
     name: string,
-    parent: Option.Option<Tracer.AnySpan>,
+    parent: Tracer.AnySpan | undefined,
     annotations: Context.Context<never>,
-    links: Array<Tracer.SpanLink>,
+    links: Array<Tracer.SpanLink> | undefined,
     startTime: bigint,
     kind: Tracer.SpanKind,
     sampled: boolean,
@@ -133,26 +147,49 @@ export class ExportedSpan implements Tracer.Span, EncodableSpan {
     sink: SpanSink
   ) {
     this.name = name
-    this.parent = parent
+    this.parentSpan = parent
     this.annotations = annotations
     this.kind = kind
     this.kindNumber = kindNumber[kind]
     this.sampled = sampled
     this.own = own
     this.sink = sink
-    this.links = links
-    this.status = { _tag: "Started", startTime }
+    this.linkList = links !== undefined && links.length > 0 ? links : undefined
     this.startNanos = startTime
-    this.traceId = parent._tag === "Some" ? parent.value.traceId : randomHex(16)
-    this.parentSpanId = parent._tag === "Some" ? parent.value.spanId : undefined
+    this.traceId = parent !== undefined ? parent.traceId : randomHex(16)
+    this.parentSpanId = parent !== undefined ? parent.spanId : undefined
     this.spanId = randomHex(8)
   }
 
+  get parent(): Option.Option<Tracer.AnySpan> {
+    return Option.fromUndefinedOr(this.parentSpan)
+  }
+
+  get status(): Tracer.SpanStatus {
+    const exit = this.exit
+    if (exit === undefined) this.statusCache ??= { _tag: "Started", startTime: this.startNanos }
+    else if (this.statusCache?._tag !== "Ended")
+      this.statusCache = { _tag: "Ended", startTime: this.startNanos, endTime: this.endNanos, exit }
+    return this.statusCache as Tracer.SpanStatus
+  }
+
+  /** The attributes as a map (a copy; the encoder reads `attributeList`). */
+  get attributes(): ReadonlyMap<string, unknown> {
+    const out = new Map<string, unknown>()
+    const list = this.attributeList
+    for (let i = 0; i < list.length; i += 2) out.set(list[i] as string, list[i + 1])
+    return out
+  }
+
+  get links(): ReadonlyArray<Tracer.SpanLink> {
+    return this.linkList ?? noLinks
+  }
+
   end(endTime: bigint, exit: Exit.Exit<unknown, unknown>): void {
-    if (this.status._tag === "Ended") return
-    this.status = { _tag: "Ended", startTime: this.startNanos, endTime, exit }
-    if (!this.sampled || this.dropped) return
+    if (this.exit !== undefined) return
+    this.exit = exit
     this.endNanos = endTime
+    if (!this.sampled || this.dropped) return
     const failure = failureOf(exit)
     if (failure !== undefined) {
       // A defect or failure escaping the span: an exception event, then the span is in error.
@@ -169,17 +206,24 @@ export class ExportedSpan implements Tracer.Span, EncodableSpan {
 
   attribute(key: string, value: unknown): void {
     if (!this.own && (key === "rpc.system.name" || key === "rpc.method")) this.dropped = true
-    if (this.status._tag === "Ended" || !this.sampled) return
+    if (this.exit !== undefined || !this.sampled) return
     if (!this.own && !foreignAttributeAllowed(key)) return
-    this.attributes.set(key, value)
+    const list = this.attributeList
+    for (let i = 0; i < list.length; i += 2) {
+      if (list[i] === key) {
+        list[i + 1] = value
+        return
+      }
+    }
+    list.push(key, value)
   }
 
   /** Span events from library code (log messages among them) are not exported: they may carry data. */
   event(): void {}
 
   addLinks(links: ReadonlyArray<Tracer.SpanLink>): void {
-    if (this.status._tag === "Ended") return
-    this.links.push(...links)
+    if (this.exit !== undefined) return
+    this.linkList = [...(this.linkList ?? []), ...links]
   }
 }
 
@@ -244,7 +288,7 @@ export const effectiveParent = (parent: Option.Option<Tracer.AnySpan>): Option.O
   if (parent._tag === "None") return parent
   const span = parent.value
   if (span instanceof TransparentSpan) return span.effective
-  if (span instanceof ExportedSpan && span.dropped) return span.parent
+  if (span instanceof ExportedSpan && span.dropped) return Option.fromUndefinedOr(span.parentSpan)
   return span instanceof ExportedSpan || span._tag === "ExternalSpan" ? parent : Option.none()
 }
 
@@ -267,11 +311,18 @@ export const makeTracer = (sink: SpanSink, ratio: number): SvcTracer => {
   const decide = (parent: Option.Option<Tracer.AnySpan>): boolean =>
     parent._tag === "Some" ? parent.value.sampled : ratio >= 1 ? true : ratio <= 0 ? false : Math.random() < ratio
   const start: SvcTracer["start"] = (name, kind, parentSpan, attributes) => {
-    let parent = effectiveParent(parentSpan === undefined ? Option.none() : Option.some(parentSpan))
-    if (parent._tag === "None") parent = Option.fromUndefinedOr(requestSpanOf(Fiber.getCurrent()))
-    const span = new ExportedSpan(name, parent, emptyContext, [], nowNanos(), kind, decide(parent), true, sink)
-    if (attributes !== undefined && span.sampled)
-      for (const key in attributes) span.attributes.set(key, attributes[key])
+    let parent: Tracer.AnySpan | undefined
+    if (parentSpan !== undefined) {
+      // The common cases without an Option: an exported span or an inbound `traceparent`.
+      if (parentSpan instanceof ExportedSpan && !parentSpan.dropped) parent = parentSpan
+      else if (parentSpan._tag === "ExternalSpan") parent = parentSpan
+      else parent = Option.getOrUndefined(effectiveParent(Option.some(parentSpan)))
+    }
+    parent ??= requestSpanOf(Fiber.getCurrent())
+    const sampled =
+      parent !== undefined ? parent.sampled : ratio >= 1 ? true : ratio <= 0 ? false : Math.random() < ratio
+    const span = new ExportedSpan(name, parent, emptyContext, undefined, nowNanos(), kind, sampled, true, sink)
+    if (attributes !== undefined && sampled) for (const key in attributes) span.attribute(key, attributes[key])
     return span
   }
   return {
@@ -296,7 +347,7 @@ export const makeTracer = (sink: SpanSink, ratio: number): SvcTracer => {
       }
       return new ExportedSpan(
         options.name,
-        parent,
+        Option.getOrUndefined(parent),
         options.annotations,
         options.links,
         options.startTime,
@@ -310,6 +361,18 @@ export const makeTracer = (sink: SpanSink, ratio: number): SvcTracer => {
 }
 
 const emptyContext: Context.Context<never> = Context.empty()
+
+const httpSpanNames = new Map<string, string>()
+
+/** `HTTP {method}`, the name of the spec's server and client spans (kept per method, up to 64 methods). */
+export const httpSpanName = (method: string): string => {
+  let name = httpSpanNames.get(method)
+  if (name === undefined) {
+    name = `HTTP ${method}`
+    if (httpSpanNames.size < 64) httpSpanNames.set(method, name)
+  }
+  return name
+}
 
 /** `00-<trace>-<span>-<flags>` of `span` (W3C trace context). */
 export const traceparentOf = (span: Tracer.AnySpan): string =>
