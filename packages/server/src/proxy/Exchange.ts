@@ -67,6 +67,8 @@ const inject = (target: ProxyTarget, request: CallerRequest): InjectedRequest | 
   }
 }
 
+const ignore = () => {}
+
 const refreshable = (target: ProxyTarget) =>
   target.credentials?.kind === "oauth2_authorization_code" || target.credentials?.kind === "oauth2_client_credentials"
 
@@ -308,7 +310,8 @@ export const makeExchange = (deps: ExchangeDeps): Exchange => {
       const start = this.start as ExchangeStart
       const { request, captures, rateLimit, target } = this
       const release = this.release as Release
-      runNow(stages.answered(start, answer.status, answer.headers), this.parent, () => {})
+      const seen = stages.answered(start, answer.status, answer.headers)
+      if (seen !== undefined) runNow(seen, this.parent, ignore)
       let settled = false
       const settle = (error: string | undefined) => {
         if (settled) return

@@ -143,6 +143,11 @@ export class RequestLimiter extends Context.Service<
     ) => Effect.Effect<LimitOutcome>
     /** Sees an upstream answer; returns at once (reports run detached). */
     readonly upstreamAnswered: (answer: UpstreamAnswer) => Effect.Effect<void>
+    /**
+     * Whether `upstreamAnswered` has anything to do with an answer other than 429 of the
+     * connection (a cool-down streak is marked): false, such an answer may be left unseen.
+     */
+    readonly watching: (connectionId: string) => boolean
   }
 >()("@svc/server/ratelimit/RequestLimiter") {
   static readonly layerNoDeps: Layer.Layer<RequestLimiter, never, RuleCache | RateLimitStore | CoolDownReports> =
@@ -334,7 +339,7 @@ export class RequestLimiter extends Context.Service<
             return detached(reports.success(answer.connectionId), `connection ${answer.connectionId} recovering`)
           })
 
-        return RequestLimiter.of({ check, upstreamAnswered })
+        return RequestLimiter.of({ check, upstreamAnswered, watching: (connectionId) => streaks.has(connectionId) })
       })
     )
 }

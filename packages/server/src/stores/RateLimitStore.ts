@@ -299,13 +299,30 @@ export const makeRedisRateLimitStore = (
 }
 
 const decode = (request: RateLimitCheck, reply: unknown): Effect.Effect<RateLimitDecision> => {
-  const values = Array.isArray(reply) ? reply : []
-  const numbers = values.map((value, i) => (i === 1 && value === null ? 0 : value))
-  if (values.length !== 3 + 3 * request.rules.length || !numbers.every(Number.isSafeInteger))
-    return Effect.die(new Error(`malformed rate-limit script reply: ${JSON.stringify(reply)}`))
-  const outcomes = request.rules.map(
-    (_, i): RawOutcome => [numbers[3 + 3 * i] === 1, numbers[4 + 3 * i] as number, numbers[5 + 3 * i] as number]
+  // One pass over the reply (one check per proxied request): no intermediate arrays.
+  const rules = request.rules
+  const malformed = () => Effect.die(new Error(`malformed rate-limit script reply: ${JSON.stringify(reply)}`))
+  if (!Array.isArray(reply) || reply.length !== 3 + 3 * rules.length) return malformed()
+  const now = reply[0]
+  const until = reply[1] === null ? undefined : reply[1]
+  if (!Number.isSafeInteger(now) || !(until === undefined || Number.isSafeInteger(until))) return malformed()
+  if (!Number.isSafeInteger(reply[2])) return malformed()
+  const results: Array<RateLimitRuleResult> = []
+  for (let i = 0; i < rules.length; i++) {
+    const allowed = reply[3 + 3 * i]
+    const retry = reply[4 + 3 * i]
+    const remaining = reply[5 + 3 * i]
+    if (!Number.isSafeInteger(allowed) || !Number.isSafeInteger(retry) || !Number.isSafeInteger(remaining))
+      return malformed()
+    const rule = rules[i]!
+    results.push(
+      allowed === 1
+        ? { ruleId: rule.ruleId, mode: rule.mode, allowed: true, remaining }
+        : { ruleId: rule.ruleId, mode: rule.mode, allowed: false, retryAfterSeconds: retry, remaining }
+    )
+  }
+  const admitted = reply[2] === 1
+  return Effect.succeed(
+    until === undefined ? { now, admitted, results } : { now, coolDownUntil: until, admitted, results }
   )
-  const until = values[1] === null ? undefined : (values[1] as number)
-  return Effect.succeed(decision(request, numbers[0] as number, until, numbers[2] === 1, outcomes))
 }
