@@ -9,21 +9,27 @@ export type IdPrefix = "act" | "cxr" | "cxn" | "key" | "rl" | "ntf" | "tsk" | "r
 
 const ALPHABET = "abcdefghijklmnopqrstuvwxyz234567"
 
-/** Lowercase RFC 4648 base32 without padding: 16 bytes give 26 characters. */
-const base32 = (bytes: Uint8Array): string => {
-  let out = ""
+/** The characters of one encoding, reused (one id is built per proxied request). */
+const codes: Array<number> = []
+
+/**
+ * Lowercase RFC 4648 base32 without padding of `bytes[from…to)`: 16 bytes give 26 characters,
+ * made as one string (no intermediate strings).
+ */
+const base32 = (bytes: Uint8Array, from = 0, to = bytes.length): string => {
+  codes.length = 0
   let buffer = 0
   let bits = 0
-  for (const byte of bytes) {
-    buffer = (buffer << 8) | byte
+  for (let i = from; i < to; i++) {
+    buffer = (buffer << 8) | (bytes[i] as number)
     bits += 8
     while (bits >= 5) {
-      out += ALPHABET[(buffer >>> (bits - 5)) & 31]
+      codes.push(ALPHABET.charCodeAt((buffer >>> (bits - 5)) & 31))
       bits -= 5
     }
   }
-  if (bits > 0) out += ALPHABET[(buffer << (5 - bits)) & 31]
-  return out
+  if (bits > 0) codes.push(ALPHABET.charCodeAt((buffer << (5 - bits)) & 31))
+  return String.fromCharCode.apply(null, codes)
 }
 
 const prefixed = (prefix: IdPrefix) =>
@@ -100,17 +106,15 @@ export const idFromBytes = <P extends IdPrefix>(prefix: P, bytes: Uint8Array): I
 const pool = new Uint8Array(4096)
 let poolOffset = pool.length
 
-const randomBytes16 = (): Uint8Array => {
+/** A fresh random id of `prefix`, e.g. `makeId("act")` → `act_<26 base32 chars>` (128 random bits). */
+export const makeId = <P extends IdPrefix>(prefix: P): IdOf[P] => {
   if (poolOffset === pool.length) {
     globalThis.crypto.getRandomValues(pool)
     poolOffset = 0
   }
-  const bytes = pool.slice(poolOffset, poolOffset + 16)
+  const id = `${prefix}_${base32(pool, poolOffset, poolOffset + 16)}` as IdOf[P]
   // Each block is handed out once: the pool keeps no copy of an id's bytes after use.
   pool.fill(0, poolOffset, poolOffset + 16)
   poolOffset += 16
-  return bytes
+  return id
 }
-
-/** A fresh random id of `prefix`, e.g. `makeId("act")` → `act_<26 base32 chars>` (128 random bits). */
-export const makeId = <P extends IdPrefix>(prefix: P): IdOf[P] => idFromBytes(prefix, randomBytes16())

@@ -65,6 +65,8 @@ const alive = (pid: number): boolean => {
 /** The spool of one directory. File names sort oldest first. */
 export const makeSpool = (dir: string) => {
   let sequence = 0
+  // The journal's encoding buffer, reused for every event (grown for a larger one).
+  let scratch = Buffer.allocUnsafe(16 * 1024)
   /** Tells this process's journals from those of an earlier process with the same pid. */
   const instance = Math.floor(Math.random() * 0xffffffff)
     .toString(16)
@@ -144,7 +146,15 @@ export const makeSpool = (dir: string) => {
      */
     journal: (segment: JournalSegment, line: string): boolean => {
       try {
-        fs.writeSync(segment.fd, `${line}\n`)
+        // Encoded into one reused buffer (a string write would allocate one per event).
+        let length = scratch.write(line, 0, "utf8")
+        if (length > scratch.length - 4) {
+          // Possibly cut short (a UTF-8 sequence that does not fit is left out whole): grow and redo.
+          scratch = Buffer.allocUnsafe(Math.max(2 * scratch.length, Buffer.byteLength(line) + 1))
+          length = scratch.write(line, 0, "utf8")
+        }
+        scratch[length++] = 0x0a
+        for (let done = 0; done < length; ) done += fs.writeSync(segment.fd, scratch, done, length - done)
         return true
       } catch {
         return false

@@ -6,7 +6,7 @@
 import { isIP } from "node:net"
 import type { Readable } from "node:stream"
 import type { Dispatcher } from "undici"
-import { stripHopByHop } from "./HopByHop.ts"
+import { hopByHopHeaders, listedInConnection } from "./HopByHop.ts"
 import { hostAllowed } from "@svc/domain/ConnectorProxy"
 import { addressAllowed } from "./HostPolicy.ts"
 import { logSafeTarget, OutboundError, type OutboundErrorReason } from "./OutboundError.ts"
@@ -73,12 +73,18 @@ export const prepareOutbound = (request: OutboundRequest, policy: OutboundPolicy
   if (refusedMethods.has(request.method.toUpperCase())) {
     return refuse("invalid_request", `the ${request.method.toUpperCase()} method is not allowed`)
   }
+  // One walk: hop-by-hop and `Connection`-listed headers dropped, the rest checked and copied.
   const headers: Record<string, string> = {}
-  for (const [name, value] of Object.entries(stripHopByHop(request.headers))) {
+  const given = request.headers
+  const listed = listedInConnection(given)
+  for (const name in given) {
+    const value = given[name] as string
+    const lower = name.toLowerCase()
+    if (hopByHopHeaders.has(lower) || listed.has(lower)) continue
     if (!tokenPattern.test(name) || !headerValuePattern.test(value)) {
       return refuse("invalid_request", "a request header name or value is invalid")
     }
-    if (computedHeaders.has(name.toLowerCase())) continue
+    if (computedHeaders.has(lower)) continue
     headers[name] = value
   }
   if (request.contentLength !== undefined) headers["content-length"] = String(request.contentLength)

@@ -58,112 +58,169 @@ export const startStreamExchange = (
   callbacks: ExchangeCallbacks<StreamedResponse>,
   informational?: InformationalSink
 ): (() => void) => {
-  let controller: Dispatcher.DispatchController | undefined
-  let settled = false
-  let started = false
-  let bytes = 0
-  let ended = false
-  let body: RelayBody | undefined
-  let finish: (outcome: StreamOutcome) => void = () => {}
-  const done = new Promise<StreamOutcome>((resolve) => {
-    finish = resolve
-  })
-  let timer: ReturnType<typeof setTimeout> | undefined
-  const stopTimer = () => {
-    if (timer !== undefined) clearTimeout(timer)
-    timer = undefined
-  }
-  const abort = (why: string) => {
-    if (controller !== undefined && !controller.aborted) controller.abort(new Error(why))
-  }
-  const fail = (reason: OutboundErrorReason, detail: string) => {
-    if (settled) return
-    settled = true
-    stopTimer()
-    callbacks.onFailure(new OutboundError({ reason, target: prepared.target, detail }))
-    finish({ bytes: 0, error: detail })
-  }
-  const arm = (ms: number, detail: string) => {
-    stopTimer()
-    timer = setTimeout(() => {
-      fail("timeout", detail)
-      abort(detail)
-    }, clampMs(ms))
-  }
-  arm(timeouts.connectMs, `no connection within ${timeouts.connectMs} ms`)
-
-  const handler: Dispatcher.DispatchHandler = {
-    onRequestStart(c) {
-      controller = c
-      if (settled) {
-        c.abort(new Error("outbound request abandoned"))
-        return
-      }
-      started = true
-      // The connect deadline is met; the first-byte deadline starts once the request body has
-      // been sent (`onRequestSent`): a slow upload is not the upstream's silence.
-      stopTimer()
-    },
-    onRequestSent() {
-      if (!settled) arm(timeouts.firstByteMs, `no response headers within ${timeouts.firstByteMs} ms`)
-    },
-    onResponseStart(c, statusCode, rawHeaders) {
-      if (settled) return
-      if (statusCode < 200) {
-        if (statusCode === 103 && informational !== undefined) earlyHints(informational, rawHeaders)
-        return
-      }
-      settled = true
-      stopTimer()
-      body = new RelayBody(c, () => {
-        if (!c.aborted && !ended) {
-          c.abort(new Error("the caller stopped reading"))
-          finish({ bytes, error: "the caller went away" })
-        }
-      })
-      callbacks.onAnswer({ status: statusCode, headers: responseHeaders(rawHeaders), body, done })
-    },
-    onBodySent(chunk) {
-      chunkRelayed(chunk.byteLength)
-    },
-    onResponseData(_c, chunk) {
-      if (body === undefined || body.destroyed) return
-      bytes += chunk.byteLength
-      chunkRelayed(chunk.byteLength)
-      onChunk?.(chunk)
-      body.push(chunk)
-    },
-    onResponseEnd(_c, trailers) {
-      ended = true
-      if (body === undefined) return
-      body.end(hasFields(trailers) ? (trailers as Trailers) : undefined)
-      finish({ bytes })
-    },
-    onResponseError(_c, error) {
-      const failure = dispatchFailure(error, started)
-      if (!settled) {
-        fail(failure.reason, failure.detail)
-        return
-      }
-      ended = true
-      finish({ bytes, error: failure.detail })
-      body?.cut()
-    }
-  }
-
+  const exchange = new StreamExchange(prepared, timeouts, onChunk, callbacks, informational)
   try {
-    dispatcher.dispatch({ ...prepared.dispatch, headersTimeout: 0, bodyTimeout: clampMs(timeouts.totalMs) }, handler)
+    dispatcher.dispatch({ ...prepared.dispatch, headersTimeout: 0, bodyTimeout: clampMs(timeouts.totalMs) }, exchange)
   } catch (error) {
     const failure = dispatchFailure(error, false)
-    fail(failure.reason, failure.detail)
+    exchange.failExchange(failure.reason, failure.detail)
   }
-  return () => {
-    if (!settled) {
-      settled = true
-      stopTimer()
-      abort("outbound request abandoned")
-      finish({ bytes: 0, error: "abandoned" })
+  return exchange.abandon
+}
+
+/**
+ * One streamed exchange: undici's handler and the state it keeps, in one object (one is made per
+ * proxied request, so its methods are on the prototype rather than closures per request).
+ */
+class StreamExchange implements Dispatcher.DispatchHandler {
+  private controller: Dispatcher.DispatchController | undefined
+  private settled = false
+  private started = false
+  private bytes = 0
+  private ended = false
+  private body: RelayBody | undefined
+  private timer: ReturnType<typeof setTimeout> | undefined
+  private timerDetail = ""
+  private resolveDone: ((outcome: StreamOutcome) => void) | undefined
+  private outcome: StreamOutcome | undefined
+
+  private readonly prepared: PreparedOutbound
+  private readonly timeouts: OutboundTimeouts
+  private readonly onChunk: ChunkObserver | undefined
+  private readonly callbacks: ExchangeCallbacks<StreamedResponse>
+  private readonly informational: InformationalSink | undefined
+
+  constructor(
+    prepared: PreparedOutbound,
+    timeouts: OutboundTimeouts,
+    onChunk: ChunkObserver | undefined,
+    callbacks: ExchangeCallbacks<StreamedResponse>,
+    informational: InformationalSink | undefined
+  ) {
+    this.prepared = prepared
+    this.timeouts = timeouts
+    this.onChunk = onChunk
+    this.callbacks = callbacks
+    this.informational = informational
+    this.arm(timeouts.connectMs, `no connection within ${timeouts.connectMs} ms`)
+  }
+
+  /** Settles `done` (once; the promise is made only when the answer is handed over). */
+  private settleDone(outcome: StreamOutcome) {
+    if (this.outcome !== undefined) return
+    this.outcome = outcome
+    this.resolveDone?.(outcome)
+  }
+
+  private stopTimer() {
+    if (this.timer !== undefined) clearTimeout(this.timer)
+    this.timer = undefined
+  }
+
+  private abortExchange(why: string) {
+    const controller = this.controller
+    if (controller !== undefined && !controller.aborted) controller.abort(new Error(why))
+  }
+
+  failExchange(reason: OutboundErrorReason, detail: string) {
+    if (this.settled) return
+    this.settled = true
+    this.stopTimer()
+    this.callbacks.onFailure(new OutboundError({ reason, target: this.prepared.target, detail }))
+    this.settleDone({ bytes: 0, error: detail })
+  }
+
+  private readonly expired = () => {
+    this.failExchange("timeout", this.timerDetail)
+    this.abortExchange(this.timerDetail)
+  }
+
+  private arm(ms: number, detail: string) {
+    this.stopTimer()
+    this.timerDetail = detail
+    this.timer = setTimeout(this.expired, clampMs(ms))
+  }
+
+  /** The caller went away before the head: the exchange is abandoned (nothing happens after the head). */
+  readonly abandon = (): void => {
+    if (this.settled) return
+    this.settled = true
+    this.stopTimer()
+    this.abortExchange("outbound request abandoned")
+    this.settleDone({ bytes: 0, error: "abandoned" })
+  }
+
+  onRequestStart(c: Dispatcher.DispatchController) {
+    this.controller = c
+    if (this.settled) {
+      c.abort(new Error("outbound request abandoned"))
+      return
     }
+    this.started = true
+    // The connect deadline is met; the first-byte deadline starts once the request body has
+    // been sent (`onRequestSent`): a slow upload is not the upstream's silence.
+    this.stopTimer()
+  }
+
+  onRequestSent() {
+    if (!this.settled) this.arm(this.timeouts.firstByteMs, `no response headers within ${this.timeouts.firstByteMs} ms`)
+  }
+
+  onResponseStart(
+    c: Dispatcher.DispatchController,
+    statusCode: number,
+    rawHeaders: Record<string, string | Array<string> | undefined>
+  ) {
+    if (this.settled) return
+    if (statusCode < 200) {
+      if (statusCode === 103 && this.informational !== undefined) earlyHints(this.informational, rawHeaders)
+      return
+    }
+    this.settled = true
+    this.stopTimer()
+    const body = new RelayBody(c, () => {
+      if (!c.aborted && !this.ended) {
+        c.abort(new Error("the caller stopped reading"))
+        this.settleDone({ bytes: this.bytes, error: "the caller went away" })
+      }
+    })
+    this.body = body
+    const done = new Promise<StreamOutcome>((resolve) => {
+      if (this.outcome !== undefined) resolve(this.outcome)
+      else this.resolveDone = resolve
+    })
+    this.callbacks.onAnswer({ status: statusCode, headers: responseHeaders(rawHeaders), body, done })
+  }
+
+  onBodySent(chunk: Uint8Array | string) {
+    chunkRelayed(typeof chunk === "string" ? Buffer.byteLength(chunk) : chunk.byteLength)
+  }
+
+  onResponseData(_c: Dispatcher.DispatchController, chunk: Buffer) {
+    const body = this.body
+    if (body === undefined || body.destroyed) return
+    this.bytes += chunk.byteLength
+    chunkRelayed(chunk.byteLength)
+    this.onChunk?.(chunk)
+    body.push(chunk)
+  }
+
+  onResponseEnd(_c: Dispatcher.DispatchController, trailers: Record<string, string | Array<string> | undefined>) {
+    this.ended = true
+    if (this.body === undefined) return
+    this.body.end(hasFields(trailers) ? (trailers as Trailers) : undefined)
+    this.settleDone({ bytes: this.bytes })
+  }
+
+  onResponseError(_c: Dispatcher.DispatchController, error: Error) {
+    const failure = dispatchFailure(error, this.started)
+    if (!this.settled) {
+      this.failExchange(failure.reason, failure.detail)
+      return
+    }
+    this.ended = true
+    this.settleDone({ bytes: this.bytes, error: failure.detail })
+    this.body?.cut()
   }
 }
 

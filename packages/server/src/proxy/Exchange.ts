@@ -74,6 +74,8 @@ const inject = (target: ProxyTarget, request: CallerRequest): InjectedRequest | 
   }
 }
 
+const ignore = () => {}
+
 const refreshable = (target: ProxyTarget) =>
   target.credentials?.kind === "oauth2_authorization_code" || target.credentials?.kind === "oauth2_client_credentials"
 
@@ -324,7 +326,8 @@ export const makeExchange = (deps: ExchangeDeps): Exchange => {
       const start = this.start as ExchangeStart
       const { request, captures, rateLimit, target } = this
       const release = this.release as Release
-      runNow(stages.answered(start, answer.status, answer.headers), this.context, () => {})
+      const seen = stages.answered(start, answer.status, answer.headers)
+      if (seen !== undefined) runNow(seen, this.context, ignore)
       let settled = false
       const settle = (error: string | undefined) => {
         if (settled) return

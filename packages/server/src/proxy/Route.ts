@@ -135,7 +135,8 @@ export const forwardable = (
   keepCookie: boolean
 ): Record<string, string> => {
   const out: Record<string, string> = {}
-  for (const [name, value] of Object.entries(headers)) {
+  for (const name in headers) {
+    const value = headers[name]
     const lower = name.toLowerCase()
     if (value === undefined || callerOnly.has(lower) || lower.startsWith("x-svc-")) continue
     if (lower === "cookie" && !keepCookie) continue

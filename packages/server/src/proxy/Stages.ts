@@ -36,14 +36,21 @@ export interface Stages {
    * answers 429 `rate_limit`, else a running cool-down answers 429 `connector_rate_limiter`.
    */
   readonly limit: (request: ExchangeStart) => Effect.Effect<Verdict>
-  /** The upstream answered `status` with `headers` (before the body): returns at once. */
-  readonly answered: (request: ExchangeStart, status: number, headers: ResponseHeaders) => Effect.Effect<void>
+  /**
+   * The upstream answered `status` with `headers` (before the body): returns at once. Undefined:
+   * nothing to do for this answer (most answers: no effect is run for them).
+   */
+  readonly answered: (
+    request: ExchangeStart,
+    status: number,
+    headers: ResponseHeaders
+  ) => Effect.Effect<void> | undefined
 }
 
 const carryOn: Effect.Effect<Verdict> = Effect.succeed({ _tag: "Continue" })
 
 /** Stages that let every request through and keep no cool-downs (tests of the rest of the exchange). */
-export const passThroughStages: Stages = { limit: () => carryOn, answered: () => Effect.void }
+export const passThroughStages: Stages = { limit: () => carryOn, answered: () => undefined }
 
 const encoder = new TextEncoder()
 
@@ -96,11 +103,14 @@ export const limiterStages = (limiter: RequestLimiter["Service"]): Stages => ({
     )
   },
   answered: (request, status, headers) =>
-    limiter.upstreamAnswered({
-      connectionId: request.target.row.id,
-      policy: connectorCoolDownPolicy(request.target.definition),
-      startedAt: request.startedAt,
-      status,
-      headers
-    })
+    // An answer other than 429 matters only to a connection in a cool-down streak.
+    status !== 429 && !limiter.watching(request.target.row.id)
+      ? undefined
+      : limiter.upstreamAnswered({
+          connectionId: request.target.row.id,
+          policy: connectorCoolDownPolicy(request.target.definition),
+          startedAt: request.startedAt,
+          status,
+          headers
+        })
 })

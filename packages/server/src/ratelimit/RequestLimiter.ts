@@ -143,6 +143,11 @@ export class RequestLimiter extends Context.Service<
     ) => Effect.Effect<LimitOutcome>
     /** Sees an upstream answer; returns at once (reports run detached). */
     readonly upstreamAnswered: (answer: UpstreamAnswer) => Effect.Effect<void>
+    /**
+     * Whether `upstreamAnswered` has anything to do with an answer other than 429 of the
+     * connection (a cool-down streak is marked): false, such an answer may be left unseen.
+     */
+    readonly watching: (connectionId: string) => boolean
   }
 >()("@svc/server/ratelimit/RequestLimiter") {
   static readonly layerNoDeps: Layer.Layer<RequestLimiter, never, RuleCache | RateLimitStore | CoolDownReports> =
@@ -220,61 +225,68 @@ export class RequestLimiter extends Context.Service<
           return left > 0 ? coolDown(left, rateLimit) : { rejection: undefined, rateLimit }
         }
 
+        let failedRule: CompiledRule | undefined
+        const noteFailure = (rule: CompiledRule) => {
+          failedRule = rule
+        }
+
         const check = (
           request: RateLimitRequest,
           options?: { readonly coolDown?: boolean | undefined }
         ): Effect.Effect<LimitOutcome> =>
           Effect.flatMap(Clock.currentTimeMillis, (now) => {
             sweep(now)
-            let failed: CompiledRule | undefined
-            const matched = rules.matching(request, (rule) => {
-              failed = rule
-            })
+            // `matching` runs synchronously: the one listener notes a rule that failed (no closure per check).
+            failedRule = undefined
+            const matched = rules.matching(request, noteFailure)
+            const failed = failedRule as CompiledRule | undefined
+            failedRule = undefined
             const coolDowns = options?.coolDown !== false
             const local = coolDowns ? localEnd(request.connectionId, now) : undefined
             const report =
               failed === undefined
-                ? Effect.void
+                ? undefined
                 : Effect.andThen(
                     Metric.update(ruleFailures, 1),
                     warnThrottled(`rule:${failed.id}`, `rate-limit rule ${failed.id} failed at evaluation; skipped`)
                   )
             // A cool-down this process saw needs no round trip when no rule has to be counted.
-            if (matched.length === 0 && local !== undefined) return Effect.as(report, coolDown(local - now, undefined))
-            return Effect.andThen(
-              report,
-              store
-                .check({
-                  connectionId: request.connectionId,
-                  coolDown: coolDowns,
-                  rules: matched.map((m) => ({
-                    ruleId: m.rule.id,
-                    mode: m.rule.mode,
-                    bucketKey: m.bucket.key,
-                    algorithm: m.rule.definition.algorithm
-                  }))
-                })
-                .pipe(
-                  Effect.map((decision) => verdict(request, matched, decision, now, local)),
-                  Effect.catch((error) =>
+            if (matched.length === 0 && local !== undefined) {
+              const outcome = coolDown(local - now, undefined)
+              return report === undefined ? Effect.succeed(outcome) : Effect.as(report, outcome)
+            }
+            const checked = store
+              .check({
+                connectionId: request.connectionId,
+                coolDown: coolDowns,
+                rules: matched.map((m) => ({
+                  ruleId: m.rule.id,
+                  mode: m.rule.mode,
+                  bucketKey: m.bucket.key,
+                  algorithm: m.rule.definition.algorithm
+                }))
+              })
+              .pipe(
+                Effect.map((decision) => verdict(request, matched, decision, now, local)),
+                Effect.catch((error) =>
+                  Effect.andThen(
                     Effect.andThen(
-                      Effect.andThen(
-                        Metric.update(storeFailures, 1),
-                        warnThrottled(
-                          "store",
-                          "the rate-limit store failed; requests go through unchecked until it answers (fail-open)",
-                          error
-                        )
-                      ),
-                      Effect.succeed(
-                        local === undefined
-                          ? { rejection: undefined, rateLimit: eventFields(matched, undefined) }
-                          : coolDown(local - now, eventFields(matched, undefined))
+                      Metric.update(storeFailures, 1),
+                      warnThrottled(
+                        "store",
+                        "the rate-limit store failed; requests go through unchecked until it answers (fail-open)",
+                        error
                       )
+                    ),
+                    Effect.succeed(
+                      local === undefined
+                        ? { rejection: undefined, rateLimit: eventFields(matched, undefined) }
+                        : coolDown(local - now, eventFields(matched, undefined))
                     )
                   )
                 )
-            )
+              )
+            return report === undefined ? checked : Effect.andThen(report, checked)
           })
 
         // A report waits at most `reportTimeout` for the entity's answer (with every worker down a
@@ -334,7 +346,7 @@ export class RequestLimiter extends Context.Service<
             return detached(reports.success(answer.connectionId), `connection ${answer.connectionId} recovering`)
           })
 
-        return RequestLimiter.of({ check, upstreamAnswered })
+        return RequestLimiter.of({ check, upstreamAnswered, watching: (connectionId) => streaks.has(connectionId) })
       })
     )
 }

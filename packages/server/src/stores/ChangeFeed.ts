@@ -10,8 +10,7 @@
  * feed: writers and caches share the in-process `ConnectionChanges`.
  */
 import { randomBytes } from "node:crypto"
-import { Clock, Context, Duration, Effect, Layer, Redacted, Schedule } from "effect"
-import type { Redis } from "ioredis"
+import { Clock, Context, Duration, Effect, Layer } from "effect"
 import {
   clientCall,
   connectRedis,
@@ -19,6 +18,7 @@ import {
   releaseRedis,
   type StoreUnavailable
 } from "./RedisClient.ts"
+import { keepSubscribed } from "./RedisSubscription.ts"
 
 /** What a process does with other processes' notices. */
 export interface ChangeListener {
@@ -33,9 +33,6 @@ export const unsubscribedTtl = Duration.seconds(1)
 
 /** Ids per published message. */
 const chunk = 500
-
-/** How often the subscription is checked with `PING` (a silently dead connection is noticed). */
-const pingEvery = Duration.seconds(1)
 
 /** The channel of a deployment (channels do not take the key prefix by themselves). */
 export const changeChannel = (keyPrefix: string): string => `${keyPrefix}connection-changes`
@@ -77,7 +74,6 @@ export class ChangeFeed extends Context.Service<
         )
         const attempt = clientCall(publisher, options)
         const listeners: Array<ChangeListener> = []
-        let live = false
 
         let warnedAt = Number.NEGATIVE_INFINITY
         const warn = (message: string) =>
@@ -91,7 +87,7 @@ export class ChangeFeed extends Context.Service<
           for (const listener of listeners) listener.lost()
         }
 
-        const received = (_channel: string, message: string) => {
+        const received = (message: string) => {
           const parts = message.split(" ")
           if (parts[0] === origin) return
           const ids = parts.slice(1)
@@ -111,77 +107,19 @@ export class ChangeFeed extends Context.Service<
             )
           )
 
-        // The nodes the subscriber tries in turn: the URL's, or each seed of a cluster (a classic
-        // PUBLISH reaches the subscribers of every node).
-        const url = Redacted.isRedacted(options.url) ? Redacted.value(options.url) : options.url
-        const urls =
-          options.nodes === undefined || options.nodes.length === 0
-            ? [url]
-            : options.nodes.map((node) => {
-                const parsed = new URL(url)
-                parsed.hostname = node.host
-                parsed.port = String(node.port)
-                return parsed.toString()
-              })
-        let next = 0
-
-        /** One subscription: up until its connection ends or a `PING` fails. */
-        const subscribeOnce = Effect.gen(function* () {
-          const target = urls[next++ % urls.length]!
-          const { nodes: _nodes, ...single } = options
-          const client = (yield* Effect.acquireRelease(
-            connectRedis(
-              { ...single, url: Redacted.make(target), connectionName: "svc-change-feed-sub", reconnect: false },
-              context
-            ),
-            releaseRedis
-          )) as Redis
-          const ended = Effect.callback<void>((resume) => {
-            const done = () => resume(Effect.void)
-            client.once("end", done)
-            client.once("close", done)
-            return Effect.sync(() => {
-              client.off("end", done)
-              client.off("close", done)
-            })
-          })
-          client.on("message", received)
-          const call = clientCall(client, options)
-          yield* call("changeFeed.subscribe", () => client.subscribe(channel))
-          live = true
-          // Anything published before this subscription was missed.
-          lost()
-          const pings = Effect.forever(
-            Effect.andThen(
-              Effect.sleep(pingEvery),
-              call("changeFeed.ping", () => client.ping())
-            )
-          )
-          yield* Effect.raceFirst(ended, Effect.ignore(pings))
-        }).pipe(Effect.scoped)
-
-        const subscriber = subscribeOnce.pipe(
-          Effect.catch((error) =>
-            warn(`the connection-change subscription failed (${error.reason ?? error.operation})`)
-          ),
-          Effect.andThen(
-            Effect.sync(() => {
-              if (live) {
-                live = false
-                lost()
-              }
-            })
-          ),
-          Effect.repeat(Schedule.spaced(Duration.millis(250)))
+        const live = yield* keepSubscribed(
+          options,
+          channel,
+          { connectionName: "svc-change-feed-sub", operation: "changeFeed", what: "connection-change" },
+          { message: received, lost }
         )
-        yield* Effect.forkScoped(subscriber)
 
         return ChangeFeed.of({
           publish: (ids) => (ids.length === 0 ? Effect.void : publish(ids)),
           listen: (listener) => {
             listeners.push(listener)
           },
-          live: () => live
+          live
         })
       })
     )

@@ -1,5 +1,6 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { Telemetry } from "../telemetry/Telemetry.ts"
+import { coolDownChannel, coolDownMessage } from "./CoolDownFeed.ts"
 import {
   clientCall,
   connectRedis,
@@ -79,7 +80,7 @@ export class CoolDownStore extends Context.Service<
 
   /**
    * One Redis key per connection holding the end in epoch ms, set with `PX` so Redis drops it
-   * when the cool-down ends; scoped like `CounterStore.layerRedis` (fails fast, quits on release).
+   * when the cool-down ends, each change also published on the cool-down channel; scoped like `CounterStore.layerRedis` (fails fast, quits on release).
    */
   static readonly layerRedis = (options: RedisCoolDownStoreOptions): Layer.Layer<CoolDownStore, StoreUnavailable> =>
     Layer.effect(
@@ -108,9 +109,17 @@ export class CoolDownStore extends Context.Service<
             : result
         }
 
+        // Each change is also announced on the cool-down channel (`CoolDownFeed.ts`), after the
+        // write has been acknowledged (on a cluster the two may go to different nodes), so a process
+        // that hears it reads the same from the key.
+        const channel = coolDownChannel(options.keyPrefix)
         const clear = (connectionId: string) => {
           const key = coolDownKey(connectionId)
-          return Effect.asVoid(attempt("coolDown.clear", key, () => client.del(key)))
+          return Effect.asVoid(
+            attempt("coolDown.clear", key, () =>
+              client.del(key).then(() => client.publish(channel, coolDownMessage(connectionId, 0)))
+            )
+          )
         }
 
         return CoolDownStore.of({
@@ -120,7 +129,11 @@ export class CoolDownStore extends Context.Service<
               if (ttl <= 0) return clear(connectionId)
               const key = coolDownKey(connectionId)
               return Effect.asVoid(
-                attempt("coolDown.publish", key, () => client.set(key, String(Math.ceil(untilEpochMs)), "PX", ttl))
+                attempt("coolDown.publish", key, () =>
+                  client
+                    .set(key, String(Math.ceil(untilEpochMs)), "PX", ttl)
+                    .then(() => client.publish(channel, coolDownMessage(connectionId, ttl)))
+                )
               )
             }),
           clear,

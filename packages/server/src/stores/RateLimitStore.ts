@@ -1,18 +1,8 @@
-import {
-  type AlgorithmParams,
-  algorithmParams,
-  retryAfterSeconds,
-  slidingCounterEstimate,
-  slidingCounterWaitMs,
-  slidingLogWaitMs,
-  tokenBucketIdleMs,
-  tokenBucketRetryAfterSeconds,
-  tokenBucketTokens,
-  windowIndex
-} from "@svc/domain/RateLimitAlgorithm"
+import { type AlgorithmParams, algorithmParams } from "@svc/domain/RateLimitAlgorithm"
 import type { Algorithm, RateLimitMode } from "@svc/domain/RateLimitDefinition"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import type { ClientContext, Result } from "ioredis"
+import { type KnownCoolDowns, subscribeCoolDowns } from "./CoolDownFeed.ts"
 import { CoolDownStore, coolDownKey, rateLimitHashTag } from "./CoolDownStore.ts"
 import {
   clientCall,
@@ -22,6 +12,7 @@ import {
   releaseRedis,
   type StoreUnavailable
 } from "./RedisClient.ts"
+import { evaluate, type MemoryState } from "./RateLimitMemory.ts"
 import { rateLimitScript } from "./RateLimitScript.ts"
 import { Telemetry } from "../telemetry/Telemetry.ts"
 
@@ -134,137 +125,7 @@ const decision = (
   })
 })
 
-type MemoryState =
-  | { readonly kind: "fixed_window"; readonly index: number; readonly count: number }
-  | { readonly kind: "sliding_counter"; readonly index: number; readonly current: number; readonly previous: number }
-  | { readonly kind: "sliding_log"; readonly log: SlidingLog }
-  | { readonly kind: "token_bucket"; readonly tokens: number; readonly at: number }
-
 type Entry = { readonly state: MemoryState; readonly expiresAt: number }
-
-/** A rule evaluated on the state before this request; `commit` counts it (or not) and answers `remaining`. */
-interface Evaluated {
-  readonly allowed: boolean
-  readonly retry: number
-  readonly commit: (consume: boolean) => number
-}
-
-/** The memory store's evaluation: `@svc/domain/RateLimitAlgorithm`, as the Redis script runs it. */
-const evaluate = (
-  params: AlgorithmParams,
-  state: MemoryState | undefined,
-  now: number,
-  save: (state: MemoryState, ttlMs: number) => void
-): Evaluated => {
-  switch (params.kind) {
-    case "fixed_window": {
-      const { limit, windowMs } = params
-      const index = windowIndex(now, windowMs)
-      const count = state?.kind === "fixed_window" && state.index === index ? state.count : 0
-      const allowed = count < limit
-      return {
-        allowed,
-        retry: allowed ? 0 : retryAfterSeconds((index + 1) * windowMs - now),
-        commit: (consume) => {
-          if (!consume) return Math.max(0, limit - count)
-          save({ kind: "fixed_window", index, count: count + 1 }, (index + 1) * windowMs - now)
-          return Math.max(0, limit - count - 1)
-        }
-      }
-    }
-    case "sliding_counter": {
-      const { limit, windowMs } = params
-      const index = windowIndex(now, windowMs)
-      const elapsed = now - index * windowMs
-      const stored = state?.kind === "sliding_counter" ? state : undefined
-      const current = stored?.index === index ? stored.current : 0
-      const previous = stored?.index === index ? stored.previous : stored?.index === index - 1 ? stored.current : 0
-      const allowed = slidingCounterEstimate(current, previous, elapsed, windowMs) < limit
-      return {
-        allowed,
-        retry: allowed ? 0 : retryAfterSeconds(slidingCounterWaitMs(current, previous, elapsed, windowMs, limit)),
-        commit: (consume) => {
-          const counted = consume ? current + 1 : current
-          if (consume)
-            save({ kind: "sliding_counter", index, current: counted, previous }, (index + 2) * windowMs - now)
-          return Math.max(0, limit - slidingCounterEstimate(counted, previous, elapsed, windowMs))
-        }
-      }
-    }
-    case "sliding_log": {
-      const { limit, windowMs } = params
-      // entries leave the window once now − entry >= window (dropping them is right whatever
-      // this request's outcome, so it happens before the commit)
-      const log = state?.kind === "sliding_log" ? state.log : new SlidingLog()
-      const count = log.live(now, windowMs)
-      const allowed = count < limit
-      return {
-        allowed,
-        retry: allowed ? 0 : retryAfterSeconds(slidingLogWaitMs(log.at(count - limit), now, windowMs)),
-        commit: (consume) => {
-          if (consume) {
-            log.add(now)
-            save(state?.kind === "sliding_log" ? state : { kind: "sliding_log", log }, windowMs)
-          }
-          return Math.max(0, limit - (consume ? count + 1 : count))
-        }
-      }
-    }
-    case "token_bucket": {
-      const { capacity, refillPerSecond } = params
-      const stored = state?.kind === "token_bucket" ? state : undefined
-      const tokens = tokenBucketTokens(stored, now, capacity, refillPerSecond)
-      const allowed = tokens >= 1
-      return {
-        allowed,
-        retry: allowed ? 0 : tokenBucketRetryAfterSeconds(tokens, refillPerSecond),
-        commit: (consume) => {
-          // a bucket without a whole token has nothing to give, also to an observe rule
-          if (!consume || tokens < 1) return Math.max(0, Math.floor(tokens))
-          const left = tokens - 1
-          save({ kind: "token_bucket", tokens: left, at: now }, tokenBucketIdleMs(left, capacity, refillPerSecond))
-          return Math.floor(left)
-        }
-      }
-    }
-  }
-}
-
-/**
- * A sliding log's counted times, ascending, in place: the live entries are `times[head…]`. Entries
- * leave from the front as the window passes and arrive at the back, so a check costs O(1)
- * amortised however large the limit (copying the window per request made a generous sliding-log
- * rule cost O(limit) per request and as much garbage).
- */
-class SlidingLog {
-  private times: Array<number> = []
-  private head = 0
-
-  /** Drops the entries that left the window (`now − entry >= windowMs`); answers how many remain. */
-  live(now: number, windowMs: number): number {
-    const times = this.times
-    while (this.head < times.length && times[this.head]! <= now - windowMs) this.head++
-    if (this.head > 64 && this.head * 2 > times.length) {
-      this.times = times.slice(this.head)
-      this.head = 0
-    }
-    return this.times.length - this.head
-  }
-
-  /** The `i`-th live entry, oldest first. */
-  at(i: number): number {
-    return this.times[this.head + i]!
-  }
-
-  /** Counts `at`, kept in order (a clock that stepped back inserts before later entries). */
-  add(at: number): void {
-    const times = this.times
-    let i = times.length
-    while (i > this.head && times[i - 1]! > at) i--
-    if (i === times.length) times.push(at)
-    else times.splice(i, 0, at)
-  }
-}
 
 const sweepEvery = 1024
 
@@ -341,7 +202,11 @@ export class RateLimitStore extends Context.Service<
           connectRedis({ connectionName: "svc-rate-limit-store", ...options }, context),
           releaseRedis
         )
-        return makeRedisRateLimitStore(client, options.clock ?? "redis", (yield* Telemetry).tracing, options)
+        const clock = options.clock ?? "redis"
+        // The published cool-downs pushed to this process (on Redis's clock only: a test's injected
+        // clock is not the one the known ends are kept on).
+        const known = clock === "redis" ? yield* subscribeCoolDowns(options) : undefined
+        return makeRedisRateLimitStore(client, clock, (yield* Telemetry).tracing, options, known)
       })
     )
 }
@@ -357,14 +222,17 @@ declare module "ioredis" {
 /**
  * The Redis store on a connected client, one Redis or a cluster (exported for tests that watch the
  * client's commands): defines the script on it; each `check` is one `EVALSHA` (ioredis sends
- * `EVAL` the first time on a connection and after a `NOSCRIPT`). Every key of a check carries the
+ * `EVAL` the first time on a connection and after a `NOSCRIPT`), except a check that counts no
+ * rule while `known` (the published cool-downs pushed to this process) knows its connection's
+ * cool-down: that one makes no round trip. Every key of a check carries the
  * rate-limit hash tag, so on a cluster the call goes to the one node owning that slot.
  */
 export const makeRedisRateLimitStore = (
   client: RedisClient,
   clock: "redis" | "effect",
   traced = false,
-  options: Pick<RedisCounterStoreOptions, "commandTimeoutMillis"> = {}
+  options: Pick<RedisCounterStoreOptions, "commandTimeoutMillis"> = {},
+  known?: KnownCoolDowns | undefined
 ): RateLimitStore["Service"] => {
   client.defineCommand("svcRateLimitCheck", { lua: rateLimitScript })
   const attempt = clientCall(client, options)
@@ -397,23 +265,64 @@ export const makeRedisRateLimitStore = (
           }
         })
       : call
-    return Effect.flatMap(reply, (value) => decode(request, value))
+    if (known === undefined || request.coolDown === false)
+      return Effect.flatMap(reply, (value) => decode(request, value))
+    // What the store read of the cool-down is kept for the next checks that count no rule.
+    const mark = known.mark()
+    return Effect.flatMap(reply, (value) =>
+      Effect.map(decode(request, value), (decided) => {
+        const at = Date.now()
+        const until = decided.coolDownUntil === undefined ? 0 : at + (decided.coolDownUntil - decided.now)
+        known.read(mark, request.connectionId, until, at)
+        return decided
+      })
+    )
   }
 
+  /** A check that counts no rule, answered from the known cool-downs; undefined: ask the store. */
+  const fromKnown = (request: RateLimitCheck): Effect.Effect<RateLimitDecision> | undefined => {
+    if (known === undefined || request.rules.length > 0 || request.coolDown === false) return undefined
+    const now = Date.now()
+    const until = known.known(request.connectionId, now)
+    if (until === undefined) return undefined
+    return Effect.succeed(
+      until > now ? { now, coolDownUntil: until, admitted: false, results: [] } : { now, admitted: true, results: [] }
+    )
+  }
+
+  const check = (request: RateLimitCheck) =>
+    clock === "redis" ? checkWith(request, "") : Effect.flatMap(clockArg, (value) => checkWith(request, value))
   return RateLimitStore.of({
-    check: (request) =>
-      clock === "redis" ? checkWith(request, "") : Effect.flatMap(clockArg, (value) => checkWith(request, value))
+    // What is known is looked up when the check runs, not when it is built.
+    check: known === undefined ? check : (request) => Effect.suspend(() => fromKnown(request) ?? check(request))
   })
 }
 
 const decode = (request: RateLimitCheck, reply: unknown): Effect.Effect<RateLimitDecision> => {
-  const values = Array.isArray(reply) ? reply : []
-  const numbers = values.map((value, i) => (i === 1 && value === null ? 0 : value))
-  if (values.length !== 3 + 3 * request.rules.length || !numbers.every(Number.isSafeInteger))
-    return Effect.die(new Error(`malformed rate-limit script reply: ${JSON.stringify(reply)}`))
-  const outcomes = request.rules.map(
-    (_, i): RawOutcome => [numbers[3 + 3 * i] === 1, numbers[4 + 3 * i] as number, numbers[5 + 3 * i] as number]
+  // One pass over the reply (one check per proxied request): no intermediate arrays.
+  const rules = request.rules
+  const malformed = () => Effect.die(new Error(`malformed rate-limit script reply: ${JSON.stringify(reply)}`))
+  if (!Array.isArray(reply) || reply.length !== 3 + 3 * rules.length) return malformed()
+  const now = reply[0]
+  const until = reply[1] === null ? undefined : reply[1]
+  if (!Number.isSafeInteger(now) || !(until === undefined || Number.isSafeInteger(until))) return malformed()
+  if (!Number.isSafeInteger(reply[2])) return malformed()
+  const results: Array<RateLimitRuleResult> = []
+  for (let i = 0; i < rules.length; i++) {
+    const allowed = reply[3 + 3 * i]
+    const retry = reply[4 + 3 * i]
+    const remaining = reply[5 + 3 * i]
+    if (!Number.isSafeInteger(allowed) || !Number.isSafeInteger(retry) || !Number.isSafeInteger(remaining))
+      return malformed()
+    const rule = rules[i]!
+    results.push(
+      allowed === 1
+        ? { ruleId: rule.ruleId, mode: rule.mode, allowed: true, remaining }
+        : { ruleId: rule.ruleId, mode: rule.mode, allowed: false, retryAfterSeconds: retry, remaining }
+    )
+  }
+  const admitted = reply[2] === 1
+  return Effect.succeed(
+    until === undefined ? { now, admitted, results } : { now, coolDownUntil: until, admitted, results }
   )
-  const until = values[1] === null ? undefined : (values[1] as number)
-  return Effect.succeed(decision(request, numbers[0] as number, until, numbers[2] === 1, outcomes))
 }
