@@ -10,7 +10,7 @@
  * feed: writers and caches share the in-process `ConnectionChanges`.
  */
 import { randomBytes } from "node:crypto"
-import { Clock, Context, Duration, Effect, Layer } from "effect"
+import { Context, Duration, Effect, Layer } from "effect"
 import {
   clientCall,
   connectRedis,
@@ -18,7 +18,7 @@ import {
   releaseRedis,
   type StoreUnavailable
 } from "./RedisClient.ts"
-import { keepSubscribed } from "./RedisSubscription.ts"
+import { keepSubscribed, warnAtMostOnceAMinute } from "./RedisSubscription.ts"
 
 /** What a process does with other processes' notices. */
 export interface ChangeListener {
@@ -75,13 +75,7 @@ export class ChangeFeed extends Context.Service<
         const attempt = clientCall(publisher, options)
         const listeners: Array<ChangeListener> = []
 
-        let warnedAt = Number.NEGATIVE_INFINITY
-        const warn = (message: string) =>
-          Effect.flatMap(Clock.currentTimeMillis, (now) => {
-            if (now - warnedAt < 60_000) return Effect.void
-            warnedAt = now
-            return Effect.logWarning(message)
-          })
+        const warn = warnAtMostOnceAMinute()
 
         const lost = () => {
           for (const listener of listeners) listener.lost()

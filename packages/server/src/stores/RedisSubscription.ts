@@ -13,6 +13,17 @@ import { clientCall, connectRedis, type RedisCounterStoreOptions, releaseRedis }
 /** How often the subscription is checked with `PING` (a silently dead connection is noticed). */
 const pingEvery = Duration.seconds(1)
 
+/** A warning logger that logs at most one line a minute (a Redis outage is not a log flood). */
+export const warnAtMostOnceAMinute = () => {
+  let warnedAt = Number.NEGATIVE_INFINITY
+  return (message: string): Effect.Effect<void> =>
+    Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      if (now - warnedAt < 60_000) return Effect.void
+      warnedAt = now
+      return Effect.logWarning(message)
+    })
+}
+
 /** What a subscription does with what arrives. */
 export interface SubscriptionHandlers {
   readonly message: (message: string) => void
@@ -41,13 +52,7 @@ export const keepSubscribed = (
     const context: Context.Context<never> = yield* Effect.context<never>()
     let live = false
 
-    let warnedAt = Number.NEGATIVE_INFINITY
-    const warn = (message: string) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) => {
-        if (now - warnedAt < 60_000) return Effect.void
-        warnedAt = now
-        return Effect.logWarning(message)
-      })
+    const warn = warnAtMostOnceAMinute()
 
     const received = (from: string, message: string) => {
       if (from === channel) handlers.message(message)
