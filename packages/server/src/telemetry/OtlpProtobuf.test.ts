@@ -7,7 +7,7 @@ import { Effect } from "effect"
 import { OtlpSerialization } from "effect/observability"
 import type { OtlpTracer } from "effect/observability"
 import { describe, expect, it } from "vitest"
-import { type EncodableSpan, encodeTraces, SpanStream } from "./OtlpProtobuf.ts"
+import { type EncodableSpan, encodeTraces } from "./OtlpProtobuf.ts"
 import { keyValues } from "./Tracing.ts"
 
 const resource = keyValues(
@@ -142,30 +142,5 @@ describe("fast span encoder", () => {
     expect(second.length).toBeLessThan(first.length)
     expect(Buffer.from(first).toString("hex")).toBe(copy)
     expect(Buffer.from(encodeTraces(resource, scope, spans)).toString("hex")).toBe(copy)
-  })
-  it("encodes spans as they end: an export holds the bytes effect's serializer writes for them, then starts over", async () => {
-    const body = await Effect.runPromise(
-      Effect.gen(function* () {
-        return (yield* OtlpSerialization.OtlpSerialization).traces(traceData())
-      }).pipe(Effect.provide(OtlpSerialization.layerProtobuf))
-    )
-    const expected = Buffer.from(body._tag === "Uint8Array" ? body.body : new Uint8Array(0)).toString("hex")
-    const stream = new SpanStream()
-    for (const span of spans) stream.add(span)
-    expect(stream.count).toBe(spans.length)
-    const first = stream.take(resource, scope)
-    expect(Buffer.from(first).toString("hex")).toBe(expected)
-    expect(stream.count).toBe(0)
-    // The next export has the spans added since, only.
-    stream.add(spans[0] as EncodableSpan)
-    expect(Buffer.from(stream.take(resource, scope)).toString("hex")).toBe(
-      Buffer.from(encodeTraces(resource, scope, spans.slice(0, 1))).toString("hex")
-    )
-    expect(Buffer.from(first).toString("hex")).toBe(expected)
-    stream.add(spans[0] as EncodableSpan)
-    stream.clear()
-    expect(Buffer.from(stream.take(resource, scope)).toString("hex")).toBe(
-      Buffer.from(encodeTraces(resource, scope, [])).toString("hex")
-    )
   })
 })

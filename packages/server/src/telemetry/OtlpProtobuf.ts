@@ -183,11 +183,6 @@ export class ProtoWriter {
   finish(): Uint8Array {
     return new Uint8Array(this.buf.subarray(0, this.pos))
   }
-
-  /** What is written so far, not copied: valid until the next write or `reset`. */
-  view(): Uint8Array {
-    return this.buf.subarray(0, this.pos)
-  }
 }
 
 /** `AnyValue` of a string, number, boolean or bigint (anything else as its string). */
@@ -292,39 +287,11 @@ const writeAttribute = (w: ProtoWriter, key: string, value: unknown): void => {
   w.bytes(bytes)
 }
 
-/** One span, as field 2 (`spans`) of a `ScopeSpans`. */
-const writeSpan = (w: ProtoWriter, s: EncodableSpan): void => {
-  w.fork(2) // span
-  w.hex(1, s.traceId)
-  w.hex(2, s.spanId)
-  if (s.parentSpanId !== undefined) w.hex(4, s.parentSpanId)
-  w.string(5, s.name)
-  w.uint(6, s.kindNumber)
-  w.fixed64(7, s.startNanos)
-  w.fixed64(8, s.endNanos)
-  const list = s.attributeList
-  for (let i = 0; i < list.length; i += 2) writeAttribute(w, list[i] as string, list[i + 1])
-  if (s.exception !== undefined) {
-    w.fork(11) // event
-    w.fixed64(1, s.endNanos)
-    w.string(2, "exception")
-    writeKeyValue(w, 3, "exception.type", s.exception.type)
-    writeKeyValue(w, 3, "exception.message", s.exception.message)
-    w.ldelim()
-  }
-  w.fork(15) // status
-  if (s.statusMessage !== undefined) w.string(2, s.statusMessage)
-  // The code even when unset (0), as effect's serializer writes it: the golden test compares bytes.
-  w.uint(3, s.statusCode ?? 0)
-  w.ldelim()
-  w.ldelim()
-}
-
-/** `ExportTraceServiceRequest` around spans already encoded (`writeSpan`, one after the other). */
-const wrapSpans = (
+/** `ExportTraceServiceRequest` of `spans` under one resource and scope. */
+export const encodeTraces = (
   resource: ReadonlyArray<KeyValue>,
   scope: { readonly name: string; readonly version: string },
-  write: (w: ProtoWriter) => void
+  spans: ReadonlyArray<EncodableSpan>
 ): Uint8Array => {
   // One writer for every export (encoding is synchronous): its buffer, grown to the largest
   // batch, is not allocated again per export; the result is a copy.
@@ -337,52 +304,33 @@ const wrapSpans = (
   w.string(1, scope.name)
   w.string(2, scope.version)
   w.ldelim()
-  write(w)
+  for (const s of spans) {
+    w.fork(2) // span
+    w.hex(1, s.traceId)
+    w.hex(2, s.spanId)
+    if (s.parentSpanId !== undefined) w.hex(4, s.parentSpanId)
+    w.string(5, s.name)
+    w.uint(6, s.kindNumber)
+    w.fixed64(7, s.startNanos)
+    w.fixed64(8, s.endNanos)
+    const list = s.attributeList
+    for (let i = 0; i < list.length; i += 2) writeAttribute(w, list[i] as string, list[i + 1])
+    if (s.exception !== undefined) {
+      w.fork(11) // event
+      w.fixed64(1, s.endNanos)
+      w.string(2, "exception")
+      writeKeyValue(w, 3, "exception.type", s.exception.type)
+      writeKeyValue(w, 3, "exception.message", s.exception.message)
+      w.ldelim()
+    }
+    w.fork(15) // status
+    if (s.statusMessage !== undefined) w.string(2, s.statusMessage)
+    // The code even when unset (0), as effect's serializer writes it: the golden test compares bytes.
+    w.uint(3, s.statusCode ?? 0)
+    w.ldelim()
+    w.ldelim()
+  }
   w.ldelim()
   w.ldelim()
   return w.finish()
-}
-
-/** `ExportTraceServiceRequest` of `spans` under one resource and scope. */
-export const encodeTraces = (
-  resource: ReadonlyArray<KeyValue>,
-  scope: { readonly name: string; readonly version: string },
-  spans: ReadonlyArray<EncodableSpan>
-): Uint8Array =>
-  wrapSpans(resource, scope, (w) => {
-    for (const s of spans) writeSpan(w, s)
-  })
-
-/**
- * Spans encoded as they end, exported later in one request: an ended span is written at once and
- * is then garbage (it is not kept alive until the export, long enough to be promoted to the old
- * generation), and a batch's encoding is spread over the requests instead of landing in one.
- * `take` gives the `ExportTraceServiceRequest` of every span added since the last `take` (or
- * `clear`). The bytes are those `encodeTraces` gives for the same spans.
- */
-export class SpanStream {
-  private readonly w = new ProtoWriter()
-  private n = 0
-
-  /** Spans added since the last `take` or `clear`. */
-  get count(): number {
-    return this.n
-  }
-
-  add(span: EncodableSpan): void {
-    writeSpan(this.w, span)
-    this.n++
-  }
-
-  take(resource: ReadonlyArray<KeyValue>, scope: { readonly name: string; readonly version: string }): Uint8Array {
-    const spans = this.w.view()
-    const out = wrapSpans(resource, scope, (w) => w.bytes(spans))
-    this.clear()
-    return out
-  }
-
-  clear(): void {
-    this.w.reset()
-    this.n = 0
-  }
 }

@@ -23,8 +23,8 @@ import { otlpLogger } from "./Logging.ts"
 import { type ExporterState, type ExportHealth, makeExportHealth, type Signal } from "./ExportHealth.ts"
 import { Meter, prometheusName } from "./Metrics.ts"
 import { makeTelemetry, Telemetry, type TelemetryApi } from "./Telemetry.ts"
-import { SpanStream } from "./OtlpProtobuf.ts"
-import { keyValues, makeTracer, type SpanSink, type SvcTracer } from "./Tracing.ts"
+import { encodeTraces } from "./OtlpProtobuf.ts"
+import { type ExportedSpan, keyValues, makeTracer, type SvcTracer } from "./Tracing.ts"
 
 /** What the HTTP servers need from telemetry. */
 export interface TelemetryRuntimeShape {
@@ -73,8 +73,6 @@ export const prometheusText = (meter: Meter): string =>
   PrometheusMetrics.formatUnsafe(meter.context, { metricNameMapper: prometheusName })
 
 const scope = { name: "svc", version }
-/** Ended spans per trace export at most (an export starts when a batch is full). */
-const spanBatch = 1000
 
 /** The HttpClient the exporters post with: gRPC forwarding (gRPC loaded only then) or fetch; observed. */
 const transport = (settings: ResolvedTelemetry, health: ExportHealth): Layer.Layer<HttpClient.HttpClient> =>
@@ -164,32 +162,19 @@ export const layer = (
         const serialization = yield* OtlpSerialization.OtlpSerialization
         let tracer: SvcTracer | undefined
         if (tracing) {
-          // A span is encoded as it ends (`SpanStream`); effect's exporter keeps one marker per
-          // span for its batching, interval, flush and back-off, and its body takes the spans
-          // encoded since the last export (the markers and the encoded spans go in step).
-          const stream = new SpanStream()
           const exporter = yield* OtlpExporter.make({
             label: "OtlpTracer",
             url: exportUrl(settings, "traces"),
             headers,
             exportInterval: Duration.millis(settings.traceExportIntervalMs),
-            maxBatchSize: spanBatch,
-            body: () => [
-              HttpBody.uint8Array(stream.take(otlpResource.attributes, scope), "application/x-protobuf"),
+            maxBatchSize: 1000,
+            body: (spans: Array<ExportedSpan>) => [
+              HttpBody.uint8Array(encodeTraces(otlpResource.attributes, scope, spans), "application/x-protobuf"),
               Effect.void
             ],
             shutdownTimeout: Duration.seconds(3)
           })
-          const sink: SpanSink = {
-            push(span) {
-              stream.add(span)
-              exporter.push(true)
-              // The exporter drops spans while it backs off after a failed export: so does the
-              // stream (at most two batches are kept).
-              if (stream.count >= 2 * spanBatch) stream.clear()
-            }
-          }
-          tracer = makeTracer(sink, settings.samplingRatio)
+          tracer = makeTracer(exporter, settings.samplingRatio)
         }
         if (meter !== undefined && settings.signals.metrics) {
           yield* OtlpMetrics.make({
