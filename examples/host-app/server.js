@@ -32,12 +32,21 @@ const loginUrl = async (hostOrigin) => {
 
 const escapeHtml = (s) => s.replace(/[&<>"]/g, (c) => `&#${c.charCodeAt(0)};`)
 
-// The page's script: shows what the Connect UI reports, trusting only svc's origin.
+// The page's script: shows what the Connect UI reports, trusting only svc's origin. It runs in
+// <head>, before the iframe exists: the Connect UI may post as soon as it loads (an error page
+// does at once), and a listener added after that would miss the message.
 const script = `const svc = ${JSON.stringify(new URL(svcUrl).origin)}
+const received = []
+const show = () => {
+  const events = document.getElementById("events")
+  if (events !== null) events.textContent = received.map((data) => JSON.stringify(data) + "\\n").join("")
+}
 window.addEventListener("message", (event) => {
   if (event.origin !== svc) return
-  document.getElementById("events").textContent += JSON.stringify(event.data) + "\\n"
-})`
+  received.push(event.data)
+  show()
+})
+document.addEventListener("DOMContentLoaded", show)`
 
 const server = createServer(async (req, res) => {
   if (req.url === "/app.js") {
@@ -47,10 +56,10 @@ const server = createServer(async (req, res) => {
   const origin = `http://${req.headers.host}`
   const src = await loginUrl(origin)
   res.writeHead(200, { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" }).end(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Acme app</title><link rel="icon" href="data:,"></head>
+<html lang="en"><head><meta charset="utf-8"><title>Acme app</title><link rel="icon" href="data:,"><script src="/app.js"></script></head>
 <body><h1>Acme app: connect your accounts</h1>
 <iframe id="svc-connect" title="Connect your accounts" src="${escapeHtml(src)}" width="900" height="620"></iframe>
-<h2>Events from svc</h2><pre id="events"></pre><script src="/app.js"></script></body></html>`)
+<h2>Events from svc</h2><pre id="events"></pre></body></html>`)
 })
 
 server.listen(Number(process.env.PORT ?? 3000), "127.0.0.1", () => {
