@@ -77,7 +77,9 @@ const withSession = <E, R>(
     }
     const lookup = table.begin(id, actorId, yield* Clock.currentTimeMillis)
     if (lookup === "foreign") return unknownSession()
-    if (lookup === "unknown") return yield* httpEffect
+    // A session this process did not open for an actor (or already ended) is not passed on:
+    // the owner check above must hold for every session effect keeps.
+    if (lookup === "unknown") return unknownSession()
     if (request.method === "DELETE") table.close(id)
     return yield* httpEffect.pipe(
       Effect.ensuring(Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => table.end(id, now))))

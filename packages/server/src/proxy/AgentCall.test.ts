@@ -6,7 +6,8 @@ import { ConnectionRow } from "@svc/sql/Rows"
 import { Schema } from "effect"
 import { redactionTargets } from "../outbound/CredentialInjection.ts"
 import { upstreamOptions } from "../outbound/OutboundOptions.ts"
-import { agentBodyCap, agentRequest, agentResult, redactedMarker } from "./AgentCall.ts"
+import { agentBodyCap, agentRequest, agentResult } from "./AgentCall.ts"
+import { redactedMarker } from "./AgentRedaction.ts"
 import type { EnvelopeRequest } from "./EnvelopeRoute.ts"
 import type { ProxyTarget } from "./ProxyTargets.ts"
 
@@ -107,12 +108,43 @@ describe("agentRequest", () => {
     for (const path of [
       "v1/items/7",
       "//evil.example/v1/items/7",
+      // An empty segment or a `;` parameter: an upstream merging slashes or reading `..;` as `..`
+      // would act on another path than the one matched.
+      "/v1/items//7",
+      "/v1/items/..;/admin",
+      "/v1/items/7%3Bx",
       "/v1/items/7?x=1",
       "/v1/items/7#f",
       "/v1/items/ 7"
     ]) {
       assert.strictEqual(refused(agentRequest(target, undefined, { method: "GET", path })), "invalid_request", path)
     }
+  })
+
+  it("refuses method overrides and URL rewrites in headers or the query", () => {
+    for (const headers of [
+      { "X-HTTP-Method-Override": "DELETE" },
+      { "x-http-method": "DELETE" },
+      { "x-method-override": "DELETE" },
+      { "x-original-url": "/admin/users" },
+      { "x-rewrite-url": "/admin/users" },
+      { "x-forwarded-prefix": "/admin" },
+      { forwarded: "host=admin.example.com" }
+    ]) {
+      assert.strictEqual(
+        refused(agentRequest(target, undefined, { method: "GET", path: "/v1/items/7", headers })),
+        "agent_access_denied",
+        JSON.stringify(headers)
+      )
+    }
+    assert.strictEqual(
+      refused(agentRequest(target, undefined, { method: "POST", path: "/v1/items", query: { _method: "DELETE" } })),
+      "agent_access_denied"
+    )
+    assert.strictEqual(
+      refused(agentRequest(target, undefined, { method: "GET", path: "/v1/items/7", headers: { accept: "a/b" } })),
+      "accepted"
+    )
   })
 
   it("refuses every call through a connector without agent_access and narrows by the token's claim", () => {
@@ -142,7 +174,7 @@ describe("agentResult", () => {
 
   it("drops svc's own and cookie headers and redacts the credential anywhere", () => {
     const result = agentResult(
-      target,
+      [target],
       answer(`{"echo":"Bearer ${secret}"}`, {
         "content-type": "application/json",
         "x-svc-ratelimited": "true",
@@ -160,9 +192,30 @@ describe("agentResult", () => {
     assert.isFalse(JSON.stringify(result).includes(secret))
   })
 
+  it("redacts a credential echoed URL-encoded, form-encoded or JSON-escaped, and the one a refresh renewed", () => {
+    const key = "ab+cd/ef==gh 12"
+    const keyed: ProxyTarget = { ...target, credentials: { kind: "api_key", api_key: key } }
+    const renewed: ProxyTarget = { ...target, credentials: { kind: "api_key", api_key: "renewed_0123456789" } }
+    const text = [
+      `next=https://x.example/?key=${encodeURIComponent(key)}`,
+      `form=${encodeURIComponent(key).replace(/%20/g, "+")}`,
+      `lower=${encodeURIComponent(key).replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase())}`,
+      "renewed_0123456789"
+    ].join("\n")
+    const plain = agentResult([keyed, renewed], answer(text, { location: `/x?key=${encodeURIComponent(key)}` }))
+    assert.isFalse(JSON.stringify(plain).includes("renewed_0123456789"))
+    assert.isFalse(JSON.stringify(plain).includes(encodeURIComponent(key).slice(0, 8)))
+    assert.strictEqual(plain.headers.location, `/x?key=${redactedMarker}`)
+    // PHP writes `\/`, .NET `\u002B`: the text hides the value, JSON.parse gives it back.
+    for (const escaped of [key.replace(/\//g, "\\/"), key.replace(/\+/g, "\\u002B"), key.replace(/\+/g, "\\u002b")]) {
+      const result = agentResult([keyed], answer(`{"token":"${escaped}"}`, { "content-type": "application/json" }))
+      assert.deepStrictEqual(result.json, { token: redactedMarker }, escaped)
+    }
+  })
+
   it("caps the body with a marker, and never leaves part of a credential at the cut", () => {
     const body = `${"x".repeat(agentBodyCap - 10)}${secret}${"y".repeat(100)}`
-    const result = agentResult(target, answer(body, { "content-type": "application/json" }))
+    const result = agentResult([target], answer(body, { "content-type": "application/json" }))
     assert.isTrue(result.truncated)
     assert.strictEqual(result.size, Buffer.byteLength(body))
     assert.isUndefined(result.json)
@@ -171,15 +224,15 @@ describe("agentResult", () => {
   })
 
   it("returns text, describes a binary body, and returns nothing for an empty one", () => {
-    assert.deepStrictEqual(agentResult(target, answer("plain")), {
+    assert.deepStrictEqual(agentResult([target], answer("plain")), {
       status: 200,
       headers: {},
       text: "plain",
       size: 5,
       truncated: false
     })
-    const binary = agentResult(target, answer(new Uint8Array(1000).map((_, i) => 0x80 + (i % 64))))
+    const binary = agentResult([target], answer(new Uint8Array(1000).map((_, i) => 0x80 + (i % 64))))
     assert.strictEqual(binary.text, "[binary body of 1000 bytes not shown]")
-    assert.deepStrictEqual(agentResult(target, answer("")), { status: 200, headers: {}, size: 0, truncated: false })
+    assert.deepStrictEqual(agentResult([target], answer("")), { status: 200, headers: {}, size: 0, truncated: false })
   })
 })

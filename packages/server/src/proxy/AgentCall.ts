@@ -7,10 +7,10 @@
  * Pure.
  */
 import { type AgentAccessClaim, agentOrigin, agentRefusal } from "@svc/domain/AgentAccess"
-import type { StoredCredentials } from "@svc/domain/ConnectorAuth"
 import { BadRequest, Forbidden, RateLimited } from "@svc/domain/Errors"
 import type { Schema } from "effect"
 import type { OutboundResponse } from "../outbound/Outbound.ts"
+import { redact, redactJson, secretsOf } from "./AgentRedaction.ts"
 import { type EnvelopeRequest, readEnvelope } from "./EnvelopeRoute.ts"
 import type { ProxyTarget } from "./ProxyTargets.ts"
 import { normalisePath, upperMethod } from "./RequestForm.ts"
@@ -18,9 +18,6 @@ import type { SvcAnswer } from "./Stages.ts"
 
 /** Largest body an agent gets back (bytes of the upstream body); more is cut with a marker. */
 export const agentBodyCap = 64 * 1024
-
-/** What replaces a credential's value in anything returned to an agent. */
-export const redactedMarker = "[redacted by svc]"
 
 /** The request of `call_connection` (the tool's input without the connection id). */
 export interface AgentCallInput {
@@ -48,6 +45,42 @@ export interface AgentResult {
 const denied = (error: string) => new Forbidden({ error, code: "agent_access_denied" })
 
 /**
+ * Headers and a query parameter many servers and frameworks read as "act on another method or
+ * path" (method overrides, front-end URL rewrites, forwarded prefixes): an agent could reach an
+ * operation its `agent_access` does not allow through them, so they are refused.
+ */
+const overridingHeaders = new Set([
+  "x-http-method-override",
+  "x-http-method",
+  "x-method-override",
+  "x-original-method",
+  "x-original-url",
+  "x-rewrite-url",
+  "x-override-url",
+  "x-forwarded-prefix",
+  "x-forwarded-path",
+  "x-forwarded-uri",
+  "x-forwarded-host",
+  "x-forwarded-proto",
+  "x-forwarded-for",
+  "x-forwarded-port",
+  "x-forwarded-server",
+  "x-real-ip",
+  "forwarded"
+])
+
+/** Why `input` is refused for naming another method or path than the one checked, or undefined. */
+const overridingInput = (input: AgentCallInput): string | undefined => {
+  for (const name of Object.keys(input.headers ?? {})) {
+    if (overridingHeaders.has(name.toLowerCase())) return `header ${name.toLowerCase()} is not allowed in an agent call`
+  }
+  for (const name of Object.keys(input.query ?? {})) {
+    if (name.toLowerCase() === "_method") return "query parameter _method is not allowed in an agent call"
+  }
+  return undefined
+}
+
+/**
  * The exchange's request for an agent's call to `target`, or why it is refused before anything is
  * recorded or counted: 403 `agent_access_denied` (no `agent_access`, or the method and path match
  * no rule of the connector, or of the token's claim), 400 for a path that is not one.
@@ -63,13 +96,17 @@ export const agentRequest = (
   }
   const origin = agentOrigin(access, target.definition.proxy.allowed_hosts)
   if (origin === undefined) return denied(`connector ${target.row.connectorId} names no base_url for agents`)
-  if (!input.path.startsWith("/") || input.path.startsWith("//") || /[?#\s]/.test(input.path)) {
+  // No empty segment and no `;` parameter anywhere: an upstream that merges slashes or reads
+  // `..;` as `..` would act on a path other than the one the rules matched.
+  if (!input.path.startsWith("/") || /\/\/|[?#;\s]|%3b/i.test(input.path)) {
     return new BadRequest({
-      error: "path must be an absolute path without query or fragment (give the query as query)",
+      error: "path must be an absolute path without query, fragment, empty segments or ; (give the query as query)",
       code: "invalid_request",
-      details: [{ field: "path", message: "must start with a single / and hold no ?, # or whitespace" }]
+      details: [{ field: "path", message: "must start with a single / and hold no //, ;, ?, # or whitespace" }]
     })
   }
+  const override = overridingInput(input)
+  if (override !== undefined) return denied(override)
   const url = new URL(origin)
   url.pathname = input.path
   for (const [name, value] of Object.entries(input.query ?? {})) {
@@ -114,40 +151,19 @@ export const agentRateLimited = (answer: SvcAnswer): RateLimited => {
   })
 }
 
-/** Strings of the credentials an upstream could echo (the basic pair also as its header form). */
-const secretsOf = (credentials: StoredCredentials | undefined): ReadonlyArray<string> => {
-  if (credentials === undefined) return []
-  const out: Array<string> = []
-  const walk = (value: unknown, key: string) => {
-    if (typeof value === "string") {
-      if (value.length >= 6 && !["kind", "username", "client_id", "token_type", "scope"].includes(key)) out.push(value)
-    } else if (typeof value === "object" && value !== null) {
-      for (const [k, v] of Object.entries(value)) walk(v, k)
-    }
-  }
-  walk(credentials, "")
-  if (credentials.kind === "basic") {
-    out.push(Buffer.from(`${credentials.username}:${credentials.password}`).toString("base64"))
-  }
-  return out
-}
-
-const redact = (text: string, secrets: ReadonlyArray<string>): string => {
-  let out = text
-  for (const secret of secrets) if (out.includes(secret)) out = out.split(secret).join(redactedMarker)
-  return out
-}
-
 const jsonType = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i
 /** Headers never returned to an agent: svc's own, and cookies (an upstream session is a credential). */
 const hiddenHeader = (name: string) => name.startsWith("x-svc-") || name === "set-cookie" || name === "set-cookie2"
 
-/** The upstream's answer to `target` as the agent gets it. */
+/**
+ * The upstream's answer as the agent gets it; `targets` are the connection as the call began and
+ * as it ended (a 401 refreshes the credentials and the retry's answer may echo the new ones).
+ */
 export const agentResult = (
-  target: ProxyTarget,
+  targets: ReadonlyArray<ProxyTarget>,
   answer: Pick<OutboundResponse, "status" | "headers" | "body">
 ): AgentResult => {
-  const secrets = secretsOf(target.credentials)
+  const secrets = secretsOf(targets.map((target) => target.credentials))
   const headers: Record<string, string> = {}
   for (const [name, value] of Object.entries(answer.headers)) {
     const lower = name.toLowerCase()
@@ -173,7 +189,8 @@ export const agentResult = (
   const contentType = headers["content-type"]
   if (contentType !== undefined && jsonType.test(contentType)) {
     try {
-      return { status: answer.status, headers, json: JSON.parse(text) as Schema.Json, size, truncated: false }
+      const json = redactJson(JSON.parse(text), secrets) as Schema.Json
+      return { status: answer.status, headers, json, size, truncated: false }
     } catch {
       // Declared JSON that does not parse is returned as text.
     }

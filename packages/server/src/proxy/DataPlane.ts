@@ -166,7 +166,15 @@ export class DataPlane extends Context.Service<
                 {
                   error: (error) => resume(Effect.fail(error)),
                   svc: (answer) => resume(Effect.fail(agentRateLimited(answer))),
-                  relay: (answer) => resume(Effect.succeed(agentResult(target, answer))),
+                  // A 401 refreshes the credentials and the retry's answer may echo the new
+                  // ones: redact those of the connection as it is now too.
+                  relay: (answer) =>
+                    resume(
+                      targets.get(actor, id).pipe(
+                        Effect.orElseSucceed(() => target),
+                        Effect.map((current) => agentResult([target, current], answer))
+                      )
+                    ),
                   broken: (cause) => resume(Effect.failCause(cause as Cause.Cause<never>))
                 },
                 parent
