@@ -9,6 +9,7 @@
 import { randomBytes } from "node:crypto"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { version } from "@svc/server/config/Version"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { eventually, expectStatus, launch, resources, type Svc } from "../support/Api.ts"
 import { startCliInProcess } from "../support/CliInProcess.ts"
@@ -208,6 +209,7 @@ describe("POST /mcp", () => {
 
   it("lists the three tools with JSON-Schema inputs and outputs", async () => {
     const client = await connect(agentToken)
+    expect(client.getServerVersion()).toEqual({ name: "svc", version })
     const { tools } = await client.listTools()
     expect(tools.map((tool) => tool.name).sort()).toEqual([
       "call_connection",

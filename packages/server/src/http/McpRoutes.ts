@@ -22,6 +22,7 @@ import { McpProtocol, McpServer } from "effect/ai"
 import { HttpEffect, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { Authenticator } from "../auth/Authenticator.ts"
 import { SvcConfig } from "../config/SvcConfig.ts"
+import { version } from "../config/Version.ts"
 import { noteInboundActor } from "../telemetry/Inbound.ts"
 import { CurrentService } from "./CurrentService.ts"
 import { errorResponse } from "./ErrorHandling.ts"
@@ -118,7 +119,7 @@ const McpAuthentication = HttpRouter.middleware<{ provides: CurrentActor }>()(
 
 const mcpServer = McpServer.layerHttp({
   name: "svc",
-  version: "1.0.0",
+  version,
   instructions:
     "svc holds the credentials of the connections you can see. list_connections finds them, " +
     "describe_connection lists what you may call, call_connection calls it.",
