@@ -10,10 +10,9 @@ import { useBaselineWasmCompiler } from "./WasmCompiler.ts"
 
 /** The value under `Symbol.for(key)` on `globalThis`, made by `make` the first time. */
 export const perProcess = <A>(key: string, make: () => A): A => {
-  const slots = globalThis as unknown as Record<symbol, unknown>
   const symbol = Symbol.for(key)
-  if (!(symbol in slots)) slots[symbol] = make()
-  return slots[symbol] as A
+  if (!Reflect.has(globalThis, symbol)) Reflect.set(globalThis, symbol, make())
+  return Reflect.get(globalThis, symbol) as A
 }
 
 /** The data directory to open and the data-directory dump a first open unpacks (`PgliteTemplate.ts`). */

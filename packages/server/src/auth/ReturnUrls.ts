@@ -3,6 +3,9 @@
  * URL whose origin is exactly one of `host_application.allowed_origins` or the public base URL's,
  * with no userinfo, whitespace, control characters or backslashes.
  */
+import { BadRequest } from "@svc/domain/Errors"
+import { Effect } from "effect"
+
 /** What the return-URL allowlist reads; a `ResolvedConfig` fits. */
 export interface ReturnUrlPolicy {
   readonly hostApplication: { readonly allowed_origins?: ReadonlyArray<string> | undefined }
@@ -65,3 +68,19 @@ export const resolveReturnUrl = (text: string, policy: ReturnUrlPolicy): string 
 /** True when {@link allowedReturnUrl} accepts `text`. */
 export const isAllowedReturnUrl = (text: string, policy: ReturnUrlPolicy): boolean =>
   allowedReturnUrl(text, policy) !== undefined
+
+/** Nothing for an absent or allowed `url`; else 400 `return_url_not_allowed` naming `field`. */
+export const checkReturnUrl = (
+  url: string | undefined,
+  field: string,
+  policy: ReturnUrlPolicy
+): Effect.Effect<void, BadRequest> =>
+  url === undefined || isAllowedReturnUrl(url, policy)
+    ? Effect.void
+    : Effect.fail(
+        new BadRequest({
+          error: "returnToUrl must be on an origin listed in host_application.allowed_origins",
+          code: "return_url_not_allowed",
+          details: [{ field, message: "origin is not allowed" }]
+        })
+      )

@@ -11,7 +11,7 @@
 import type { Connection } from "@svc/domain/Connection"
 import type { SetupProgress, SubmitSetupStep } from "@svc/domain/ConnectionSetup"
 import type { ConnectorDefinition } from "@svc/domain/ConnectorDefinition"
-import { BadRequest, Conflict, NotFound } from "@svc/domain/Errors"
+import { Conflict, NotFound } from "@svc/domain/Errors"
 import type { AuthenticatedActor } from "@svc/domain/http/Security"
 import type { ConnectionId } from "@svc/domain/Ids"
 import { reauthKey } from "@svc/domain/Notification"
@@ -19,7 +19,7 @@ import { ConnectionRepo } from "@svc/sql/ConnectionRepo"
 import type { ConnectionRow } from "@svc/sql/Rows"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { SvcConfig } from "../config/SvcConfig.ts"
-import { isAllowedReturnUrl } from "../auth/ReturnUrls.ts"
+import { checkReturnUrl } from "../auth/ReturnUrls.ts"
 import { ConnectionSecrets } from "./ConnectionSecrets.ts"
 import { ConnectionSetup, type SetupError } from "./ConnectionSetup.ts"
 import { TokenRefresher } from "./TokenRefresher.ts"
@@ -139,13 +139,7 @@ export class ConnectionReauth extends Context.Service<
         if (missing !== undefined) {
           if (isAuthorizationCode(definition) && returnToUrl !== undefined) {
             // The redirect comes after the forms: it returns where this call asked.
-            if (!isAllowedReturnUrl(returnToUrl, config)) {
-              return yield* new BadRequest({
-                error: "returnToUrl must be on an origin listed in host_application.allowed_origins",
-                code: "return_url_not_allowed",
-                details: [{ field: "body.returnToUrl", message: "origin is not allowed" }]
-              })
-            }
+            yield* checkReturnUrl(returnToUrl, "body.returnToUrl", config)
             yield* Effect.orDie(repo.setReturnUrl(row.id, returnToUrl, yield* now))
           }
           return { connection: present(row, definition, configuration), next: formNext(missing) } as const

@@ -42,7 +42,7 @@ import {
   stepById,
   stepMismatch
 } from "./SetupSteps.ts"
-import { isAllowedReturnUrl } from "../auth/ReturnUrls.ts"
+import { checkReturnUrl } from "../auth/ReturnUrls.ts"
 import { randomToken } from "../oauth/Pkce.ts"
 import { ConnectionChanges } from "../resources/ConnectionChanges.ts"
 import { ConnectorDefinitions } from "../resources/ConnectorDefinitions.ts"
@@ -132,17 +132,6 @@ export class ConnectionSetup extends Context.Service<
             ? Effect.succeed(found.value)
             : Effect.fail(new NotFound({ error: `connection ${id} not found`, code: "not_found" }))
         )
-
-      const checkReturnUrl = (url: string | undefined, field: string) =>
-        url === undefined || isAllowedReturnUrl(url, config)
-          ? Effect.void
-          : Effect.fail(
-              new BadRequest({
-                error: "returnToUrl must be on an origin listed in host_application.allowed_origins",
-                code: "return_url_not_allowed",
-                details: [{ field, message: "origin is not allowed" }]
-              })
-            )
 
       /** A fresh single-use redirect URL of the OAuth2 step. */
       const redirectNext = (
@@ -264,7 +253,7 @@ export class ConnectionSetup extends Context.Service<
           })
         }
         yield* ops.authorizeCreate(actor, Kinds.connections, namespace)
-        yield* checkReturnUrl(body.returnToUrl, "body.returnToUrl")
+        yield* checkReturnUrl(body.returnToUrl, "body.returnToUrl", config)
         const auth = definition.auth
         if (auth.type === "oauth2" && auth.grant_type === "authorization_code") {
           // Refuse before creating anything when the provider cannot be reached as a client.
@@ -384,7 +373,7 @@ export class ConnectionSetup extends Context.Service<
           })
         }
         if (row.state === "setup") return yield* progressOf(row, definition, actor)
-        yield* checkReturnUrl(returnToUrl, "body.returnToUrl")
+        yield* checkReturnUrl(returnToUrl, "body.returnToUrl", config)
         const next = yield* redirectNext(row, actor, "reauth", returnToUrl)
         return { connection: yield* present(row, definition), next } satisfies SetupProgress
       })

@@ -8,6 +8,7 @@
  */
 import { type AgentAccessClaim, agentOrigin, agentRefusal } from "@svc/domain/AgentAccess"
 import { BadRequest, Forbidden, RateLimited } from "@svc/domain/Errors"
+import type { ProxyRequest } from "@svc/domain/Proxy"
 import type { Schema } from "effect"
 import type { OutboundResponse } from "../outbound/Outbound.ts"
 import { redact, redactJson, secretsOf } from "./AgentRedaction.ts"
@@ -25,7 +26,7 @@ export interface AgentCallInput {
   readonly path: string
   readonly query?: Readonly<Record<string, string | ReadonlyArray<string>>> | undefined
   readonly headers?: Readonly<Record<string, string>> | undefined
-  readonly body?: unknown
+  readonly body?: ProxyRequest["bodyJson"]
 }
 
 /** The upstream's answer as the agent gets it (`call_connection`'s result). */
@@ -131,7 +132,7 @@ export const agentRequest = (
     url: url.href,
     method,
     ...(input.headers === undefined ? {} : { headers: { ...input.headers } }),
-    ...(input.body === undefined ? {} : { bodyJson: input.body as never })
+    ...(input.body === undefined ? {} : { bodyJson: input.body })
   })
   if (request instanceof BadRequest) return request
   return { ...request, via: "mcp" }
